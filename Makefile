@@ -1,0 +1,40 @@
+# The two commands a new user needs are `make demo` and `make test`.
+GO        ?= go
+BIN       := bin/bastion
+FUZZTIME  ?= 10s
+
+.PHONY: all build demo test deps vet lint fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/bastion
+
+# deps installs what the real-part tests and the demo need (Chromium, fonts)
+# when it can; without root it says what is missing and the tests skip loudly.
+deps:
+	@bash scripts/deps.sh
+
+demo: deps build
+	./$(BIN) demo
+
+test: deps vet
+	$(GO) test -count=1 -timeout 20m ./...
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	@bash scripts/lint.sh
+
+vet:
+	$(GO) vet ./...
+
+lint:
+	@bash scripts/lint.sh
+
+# fuzz runs every fuzz target briefly; longer runs: make fuzz FUZZTIME=60s
+fuzz:
+	@bash scripts/fuzz.sh $(FUZZTIME)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin out
