@@ -19,6 +19,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.AddCommand(
 		newDemoCmd(),
+		newEgressCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root
