@@ -15,7 +15,26 @@
 //     closed when idle, when their session closes, or when the proxy closes.
 //
 // Chromium must be launched with the proxy as its only route out, see
-// ChromiumFlags.
+// ChromiumFlags. A capture binds its browser to its Session in one of two
+// ways, both tested with a real Chromium:
+//
+//   - Session.Addr (recommended): the session's own loopback port. Every
+//     request arriving there is the session's; no credentials are needed, so
+//     nothing has to answer a 407.
+//   - Proxy.Addr with Options.RequireAuth: the shared port answers 407 until
+//     Chromium sends the session's Basic credentials. Chromium has no switch
+//     for proxy credentials; the capture supplies them over CDP: call
+//     Fetch.enable with handleAuthRequests true, answer every
+//     Fetch.requestPaused with Fetch.continueRequest, and each
+//     Fetch.authRequired whose challenge source is "Proxy" with
+//     Fetch.continueWithAuth{response: "ProvideCredentials", username,
+//     password} (CancelAuth for any other source).
+//
+// Chromium sends websockets, ws:// included, as CONNECT tunnels, so a
+// refused websocket is recorded as "https://host:port/". Chromium's own
+// background requests (component and extension updates, account and time
+// services, some of them added by Debian's /usr/bin/chromium wrapper) also
+// come through the proxy and are judged like any other.
 package browserproxy
 
 import (

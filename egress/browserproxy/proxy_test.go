@@ -45,7 +45,7 @@ type counter struct {
 	n  atomic.Int64
 }
 
-func newCounter(t *testing.T) *counter {
+func newCounter(t testing.TB) *counter {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,7 +104,7 @@ type bundle struct {
 	tlsAddr  string           // siteName:port of tlsSite
 }
 
-func setup(t *testing.T, o browserproxy.Options) *bundle {
+func setup(t testing.TB, o browserproxy.Options) *bundle {
 	t.Helper()
 	b := &bundle{mux: http.NewServeMux(), counter: newCounter(t)}
 	b.site = httptest.NewServer(b.mux)
@@ -553,4 +553,37 @@ func ExampleChromiumFlags() {
 	// --force-webrtc-ip-handling-policy=disable_non_proxied_udp
 	// --dns-prefetch-disable
 	// --disable-background-networking
+}
+
+// BenchmarkForward measures one plain-http request through the proxy and
+// the guard (static DNS) to a loopback server, with keep-alive on both legs,
+// and one CONNECT tunnel setup plus a TLS request.
+func BenchmarkForward(b *testing.B) {
+	bb := setup(b, browserproxy.Options{AllowHTTP: true})
+	bb.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") })
+	s := bb.proxy.NewSession()
+	defer s.Close()
+	b.Run("HTTP", func(b *testing.B) {
+		c := bb.client(s.Addr(), nil)
+		c.Transport.(*http.Transport).DisableKeepAlives = false
+		for b.Loop() {
+			resp, err := c.Get("http://" + bb.siteAddr + "/")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+	})
+	b.Run("CONNECT", func(b *testing.B) {
+		c := bb.client(s.Addr(), nil) // keep-alives off: a new tunnel per request
+		for b.Loop() {
+			resp, err := c.Get("https://" + bb.tlsAddr + "/")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+	})
 }
