@@ -20,6 +20,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(
 		newDemoCmd(),
 		newEgressCmd(),
+		newAuditCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root

@@ -1,0 +1,627 @@
+// Package audit is bastion's append-only, hash-linked ledger of governed
+// outcomes: every allow, deny, upstream error, timeout, trap and edge
+// rejection becomes one record.
+//
+// Invariants:
+//   - Records are canonical JSON lines (see Record) in numbered segment files
+//     ledger-000001.jsonl, ledger-000002.jsonl, ...; seq starts at 1 and grows
+//     by one with no gaps; each record's prev_hash is the previous record's
+//     hash across segment boundaries; the first prev_hash is Genesis.
+//   - Append returns only after its record is written and fsynced (group
+//     commit: concurrent appenders share one write and one fsync). A request's
+//     cancellation never drops a record, and any failure is returned so the
+//     caller fails the call closed. After a write or fsync failure the ledger
+//     refuses every later Append until it is reopened (the on-disk state is
+//     then unknown; Open's recovery decides it).
+//   - One writer per directory: Open takes an exclusive flock on ledger.lock,
+//     so two processes cannot fork the chain.
+//   - Signed Ed25519 checkpoints (checkpoints.jsonl) seal the chain every N
+//     records, every T, and at Close; Verify reports a ledger that ends before
+//     a signed checkpoint, or disagrees with one, as broken.
+//   - Open repairs only a torn final line (the bytes after the last newline,
+//     left by a crash mid-write) and then appends a "recovered" record saying
+//     how many bytes it cut; a complete line that fails its own hash is never
+//     repaired: Open refuses and Verify says where.
+//
+// Limits: the signing key and the ledger sit on the same machine; a writer
+// who can rewrite both files and read the key can forge a consistent ledger.
+// Keep Options.KeyFile outside the ledger directory, pin the public key when
+// verifying, and ship checkpoints off the machine (audit tail) for stronger
+// guarantees.
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/principal"
+)
+
+// File names inside a ledger directory.
+const (
+	lockFile       = "ledger.lock"
+	checkpointFile = "checkpoints.jsonl"
+	pubKeyFile     = "checkpoint.pub"
+	defaultKeyFile = "checkpoint.key"
+)
+
+// Per-field size caps: longer values are cut (and marked "…") so a hostile
+// tool name or reason cannot bloat the ledger.
+const (
+	maxShort  = 256
+	maxTool   = 512
+	maxReason = 2048
+)
+
+// maxLine bounds one ledger line when reading; every line Append writes is
+// far below it.
+const maxLine = 64 << 10
+
+var (
+	// ErrLocked is returned by Open when another process (or another Ledger
+	// in this one) holds the directory's write lock.
+	ErrLocked = errors.New("audit: ledger is locked by another writer")
+	// ErrClosed is returned by Append after Close.
+	ErrClosed = errors.New("audit: ledger is closed")
+	// ErrCorrupt is returned by Open when the ledger's tail is not a valid
+	// record or ends before a signed checkpoint; run Verify to see where.
+	ErrCorrupt = errors.New("audit: ledger is corrupt")
+)
+
+// Options tunes a Ledger. The zero value means the defaults below.
+type Options struct {
+	// MaxFileBytes starts a new segment once the current one would grow past
+	// it. Zero means 64 MiB. A single group-commit batch is never split.
+	MaxFileBytes int64
+	// CheckpointEvery signs a checkpoint after this many new records. Zero
+	// means 1000; negative disables the count trigger.
+	CheckpointEvery int
+	// CheckpointInterval signs a checkpoint this long after the last one when
+	// records are unsealed. Zero means 30s; negative disables the timer.
+	// Close always signs a final checkpoint.
+	CheckpointInterval time.Duration
+	// KeyFile is the Ed25519 signing key (PKCS#8 PEM), generated with mode
+	// 0600 if missing. Empty means <dir>/checkpoint.key; production setups
+	// should keep it outside the ledger directory.
+	KeyFile string
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults(dir string) Options {
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = 64 << 20
+	}
+	if o.CheckpointEvery == 0 {
+		o.CheckpointEvery = 1000
+	}
+	if o.CheckpointInterval == 0 {
+		o.CheckpointInterval = 30 * time.Second
+	}
+	if o.KeyFile == "" {
+		o.KeyFile = filepath.Join(dir, defaultKeyFile)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Entry is what a caller records; the Ledger adds seq, time and hashes.
+type Entry struct {
+	Principal principal.Principal // the zero Principal for unauthenticated requests
+	RequestID string
+	Method    string
+	Server    string
+	Tool      string
+	Decision  Decision // required
+	Rule      string
+	Reason    string
+	Latency   time.Duration
+	Args      []byte // raw arguments; only their SHA-256 is stored
+	Result    []byte // raw result; only its SHA-256 is stored
+}
+
+// Ledger appends records to one ledger directory. It is safe for concurrent
+// use; Append blocks until its record is durable.
+type Ledger struct {
+	// Fixed at Open.
+	dir  string
+	opts Options
+	key  ed25519.PrivateKey
+	lock *os.File
+	kick chan struct{} // capacity 1: the current batch has records
+	stop chan struct{} // closed by Close
+	done chan struct{} // closed when the flusher has exited
+
+	mu     sync.Mutex // guards the fields below; never held across I/O
+	seq    uint64     // last assigned seq
+	head   string     // hash of the last assigned record
+	cur    *batch     // records not yet handed to the flusher
+	err    error      // sticky write failure; every later Append fails
+	closed bool
+
+	// Owned by the flusher goroutine (and by Open before it starts it).
+	seg         *os.File
+	segIndex    int
+	segSize     int64
+	ckpt        *os.File
+	durableSeq  uint64
+	durableHash string
+	sealedSeq   uint64
+	lastSeal    time.Time
+}
+
+// batch is one group commit: the records appended while the previous batch
+// was being written.
+type batch struct {
+	buf      []byte
+	n        int
+	lastSeq  uint64
+	lastHash string
+	done     chan struct{} // closed after the write+fsync; err is then final
+	err      error
+}
+
+func newBatch() *batch { return &batch{done: make(chan struct{})} }
+
+// Open opens (creating if needed) the ledger in dir for writing, takes its
+// lock, repairs a torn tail and starts the group-commit writer. A second
+// Open of the same dir fails with an error wrapping ErrLocked until Close.
+func Open(dir string, opts Options) (*Ledger, error) {
+	opts = opts.withDefaults(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("audit: open %s: %w", dir, err)
+	}
+	lf, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open lock: %w", err)
+	}
+	if err := lockExclusive(lf); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("audit: %s: %w", dir, err)
+	}
+	l := &Ledger{dir: dir, opts: opts, lock: lf, kick: make(chan struct{}, 1), stop: make(chan struct{}),
+		done: make(chan struct{}), cur: newBatch()}
+	notes, err := l.recover()
+	if err != nil {
+		l.closeFiles()
+		return nil, err
+	}
+	go l.run()
+	if len(notes) > 0 {
+		// The repair itself is part of the history: record it in the chain.
+		_, err := l.Append(context.Background(), Entry{Method: "open", Decision: Recovered, Rule: "open:torn-tail",
+			Reason: fmt.Sprintf("truncated %s", joinNotes(notes))})
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+func joinNotes(notes []string) string {
+	s := notes[0]
+	for _, n := range notes[1:] {
+		s += "; " + n
+	}
+	return s
+}
+
+// recover loads the key, finds the chain head, truncates torn tails and opens
+// the files for appending. It returns a note per repair.
+func (l *Ledger) recover() ([]string, error) {
+	key, err := LoadOrCreateKey(l.opts.KeyFile)
+	if err != nil {
+		return nil, err
+	}
+	l.key = key
+	pub := key.Public().(ed25519.PublicKey)
+	if err := l.pinPublicKey(pub); err != nil {
+		return nil, err
+	}
+	var notes []string
+
+	segs, err := listSegments(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	l.seq, l.head = 0, Genesis
+	if len(segs) == 0 {
+		segs = []segment{{index: 1, path: segmentPath(l.dir, 1)}}
+	}
+	last := segs[len(segs)-1]
+	data, err := os.ReadFile(last.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("audit: read %s: %w", last.path, err)
+	}
+	good := int64(bytes.LastIndexByte(data, '\n') + 1)
+	if torn := int64(len(data)) - good; torn > 0 {
+		notes = append(notes, fmt.Sprintf("%d torn bytes at the end of %s", torn, filepath.Base(last.path)))
+	}
+	if err := l.findHead(segs, data[:good]); err != nil {
+		return nil, err
+	}
+	l.seg, err = openAppend(last.path, good)
+	if err != nil {
+		return nil, err
+	}
+	l.segIndex, l.segSize = last.index, good
+
+	// Checkpoints: repair a torn line too, and refuse a ledger that ends
+	// before what was signed (it lost records since the last run).
+	cpath := filepath.Join(l.dir, checkpointFile)
+	cdata, err := os.ReadFile(cpath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("audit: read checkpoints: %w", err)
+	}
+	cgood := int64(bytes.LastIndexByte(cdata, '\n') + 1)
+	completeLast := false
+	if torn := int64(len(cdata)) - cgood; torn > 0 {
+		if c, err := parseCheckpoint(cdata[cgood:]); err == nil && c.verify(pub) == nil {
+			// Only the newline is missing: keep the checkpoint (Verify
+			// honours it too) and finish the line below.
+			cdata, cgood, completeLast = append(cdata, '\n'), int64(len(cdata))+1, true
+		} else {
+			notes = append(notes, fmt.Sprintf("%d torn bytes at the end of %s", torn, checkpointFile))
+		}
+	}
+	if lines := bytes.Split(bytes.TrimSuffix(cdata[:cgood], []byte("\n")), []byte("\n")); cgood > 0 {
+		c, err := parseCheckpoint(lines[len(lines)-1])
+		if err != nil {
+			return nil, fmt.Errorf("%w: last checkpoint: %v", ErrCorrupt, err)
+		}
+		if err := c.verify(pub); err != nil {
+			return nil, fmt.Errorf("%w: last checkpoint: %v", ErrCorrupt, err)
+		}
+		if c.Seq > l.seq {
+			return nil, fmt.Errorf("%w: the ledger ends at seq %d but checkpoint seq %d was signed (truncated)", ErrCorrupt, l.seq, c.Seq)
+		}
+		if c.Seq == l.seq && c.Hash != l.head {
+			return nil, fmt.Errorf("%w: the last record (seq %d) differs from its signed checkpoint (rewritten)", ErrCorrupt, l.seq)
+		}
+		l.sealedSeq = c.Seq
+	}
+	if completeLast {
+		cgood--
+	}
+	l.ckpt, err = openAppend(cpath, cgood)
+	if err != nil {
+		return nil, err
+	}
+	if completeLast {
+		if _, err := l.ckpt.Write([]byte("\n")); err != nil {
+			return nil, fmt.Errorf("audit: repair checkpoints: %w", err)
+		}
+		if err := l.ckpt.Sync(); err != nil {
+			return nil, fmt.Errorf("audit: repair checkpoints: %w", err)
+		}
+	}
+	if err := syncDir(l.dir); err != nil {
+		return nil, err
+	}
+	l.durableSeq, l.durableHash = l.seq, l.head
+	l.lastSeal = l.opts.Now()
+	return notes, nil
+}
+
+// findHead sets seq and head from the last complete record, looking into the
+// previous segment when the last one is empty (a crash right after rotation).
+func (l *Ledger) findHead(segs []segment, lastGood []byte) error {
+	data := lastGood
+	for i := len(segs) - 1; i >= 0; i-- {
+		if i < len(segs)-1 {
+			var err error
+			if data, err = os.ReadFile(segs[i].path); err != nil {
+				return fmt.Errorf("audit: read %s: %w", segs[i].path, err)
+			}
+			if len(data) > 0 && data[len(data)-1] != '\n' {
+				return fmt.Errorf("%w: %s ends mid-line but is not the last segment", ErrCorrupt, filepath.Base(segs[i].path))
+			}
+		}
+		if len(data) == 0 {
+			continue
+		}
+		body := data[:len(data)-1]
+		line := body[bytes.LastIndexByte(body, '\n')+1:]
+		r, err := ParseRecord(line)
+		if err != nil {
+			return fmt.Errorf("%w: last record of %s: %v", ErrCorrupt, filepath.Base(segs[i].path), err)
+		}
+		if r.ComputeHash() != r.Hash {
+			return fmt.Errorf("%w: last record of %s (seq %d) does not match its hash", ErrCorrupt, filepath.Base(segs[i].path), r.Seq)
+		}
+		l.seq, l.head = r.Seq, r.Hash
+		return nil
+	}
+	return nil
+}
+
+// pinPublicKey writes checkpoint.pub next to the ledger, or checks that the
+// one there belongs to the signing key: a changed key would make every old
+// checkpoint unverifiable, so it is refused rather than silently accepted.
+func (l *Ledger) pinPublicKey(pub ed25519.PublicKey) error {
+	p := filepath.Join(l.dir, pubKeyFile)
+	b, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.WriteFile(p, EncodePublicKey(pub), 0o644); err != nil {
+			return fmt.Errorf("audit: write public key: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("audit: read public key: %w", err)
+	}
+	have, err := ParsePublicKey(b)
+	if err != nil {
+		return err
+	}
+	if !have.Equal(pub) {
+		return fmt.Errorf("audit: signing key %s (key id %s) is not the key this ledger was sealed with (key id %s); key rotation is not supported",
+			l.opts.KeyFile, KeyID(pub), KeyID(have))
+	}
+	return nil
+}
+
+// Dir returns the ledger's directory.
+func (l *Ledger) Dir() string { return l.dir }
+
+// PublicKey returns the key that verifies this ledger's checkpoints.
+func (l *Ledger) PublicKey() ed25519.PublicKey { return l.key.Public().(ed25519.PublicKey) }
+
+// Append records e and returns the record once it is durable. The request's
+// ctx is used only for its values: cancellation cannot drop a record (a
+// record that has a seq is written regardless), so Append may outlive a
+// disconnected client. A non-nil error means the record may not be durable;
+// the caller must fail its call closed. The error is a fault.Unavailable
+// whose message is safe for clients and whose cause says why.
+func (l *Ledger) Append(ctx context.Context, e Entry) (Record, error) {
+	// Nothing below selects on ctx.Done (the context.WithoutCancel rule): once
+	// the gateway has an outcome, a disconnect must not lose its record.
+	_ = ctx
+	if e.Decision == "" {
+		return Record{}, fault.New(fault.InvalidArgument, "audit: an entry needs a decision")
+	}
+	r := Record{
+		RequestID: clip(e.RequestID, maxShort), Method: clip(e.Method, maxShort),
+		Server: clip(e.Server, maxShort), Tool: clip(e.Tool, maxTool), Decision: Decision(clip(string(e.Decision), maxShort)),
+		Rule: clip(e.Rule, maxShort), Reason: clip(e.Reason, maxReason),
+		ArgsSHA256: Digest(e.Args), ResultSHA256: Digest(e.Result),
+	}
+	if e.Principal.IsValid() {
+		r.Tenant, r.Principal = clip(e.Principal.Tenant(), maxShort), clip(e.Principal.ID(), maxShort)
+	}
+	if e.Latency > 0 {
+		r.LatencyUS = uint64(e.Latency / time.Microsecond)
+	}
+
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return Record{}, fault.Wrap(ErrClosed, fault.Unavailable, "the audit ledger is closed; the call was refused")
+	}
+	if l.err != nil {
+		err := l.err
+		l.mu.Unlock()
+		return Record{}, fault.Wrap(err, fault.Unavailable, "the audit ledger cannot record calls; the call was refused")
+	}
+	r.Seq, r.PrevHash, r.Time = l.seq+1, l.head, l.opts.Now().UTC()
+	r.Hash = r.ComputeHash()
+	b := l.cur
+	b.buf = append(r.AppendCanonical(b.buf), '\n')
+	b.n++
+	b.lastSeq, b.lastHash = r.Seq, r.Hash
+	l.seq, l.head = r.Seq, r.Hash
+	l.mu.Unlock()
+
+	select {
+	case l.kick <- struct{}{}:
+	default: // a kick is already pending; the flusher will take this record with it
+	}
+	<-b.done
+	if b.err != nil {
+		return Record{}, fault.Wrap(b.err, fault.Unavailable, "the audit ledger could not record this call; it was refused")
+	}
+	return r, nil
+}
+
+// Close writes what is pending, signs a final checkpoint and releases the
+// lock. Appends after Close fail with ErrClosed.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.stop)
+	<-l.done
+	cerr := l.closeFiles()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	return cerr
+}
+
+func (l *Ledger) closeFiles() error {
+	var first error
+	for _, f := range []*os.File{l.seg, l.ckpt, l.lock} {
+		if f == nil {
+			continue
+		}
+		if err := f.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// run is the flusher: it writes each batch with one write and one fsync,
+// then wakes the batch's appenders, and signs checkpoints.
+func (l *Ledger) run() {
+	defer close(l.done)
+	var tick <-chan time.Time
+	if l.opts.CheckpointInterval > 0 {
+		t := time.NewTicker(l.opts.CheckpointInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-l.kick:
+			l.flush()
+			if n := l.opts.CheckpointEvery; n > 0 && l.durableSeq-l.sealedSeq >= uint64(n) {
+				l.seal()
+			}
+		case <-tick:
+			if l.opts.Now().Sub(l.lastSeal) >= l.opts.CheckpointInterval {
+				l.seal()
+			}
+		case <-l.stop:
+			l.flush()
+			l.seal()
+			return
+		}
+	}
+}
+
+func (l *Ledger) flush() {
+	l.mu.Lock()
+	b := l.cur
+	if b.n == 0 {
+		l.mu.Unlock()
+		return
+	}
+	l.cur = newBatch()
+	err := l.err
+	l.mu.Unlock()
+
+	if err == nil {
+		err = l.write(b.buf)
+	}
+	if err == nil {
+		l.durableSeq, l.durableHash = b.lastSeq, b.lastHash
+	} else {
+		l.fail(err)
+	}
+	b.err = err
+	close(b.done)
+}
+
+// fail makes err sticky: after a failed write or fsync nothing more is
+// appended until the ledger is reopened and recovered.
+func (l *Ledger) fail(err error) {
+	l.mu.Lock()
+	if l.err == nil {
+		l.err = err
+	}
+	l.mu.Unlock()
+}
+
+func (l *Ledger) write(buf []byte) error {
+	if l.segSize > 0 && l.segSize+int64(len(buf)) > l.opts.MaxFileBytes {
+		if err := l.rotate(); err != nil {
+			return err
+		}
+	}
+	n, err := l.seg.Write(buf)
+	l.segSize += int64(n)
+	if err != nil {
+		return fmt.Errorf("audit: write: %w", err)
+	}
+	if err := l.seg.Sync(); err != nil {
+		return fmt.Errorf("audit: fsync: %w", err)
+	}
+	return nil
+}
+
+// rotate starts the next segment. The current one is already fsynced, so a
+// reader that sees the new file knows the old one is complete.
+func (l *Ledger) rotate() error {
+	next := l.segIndex + 1
+	f, err := os.OpenFile(segmentPath(l.dir, next), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("audit: rotate: %w", err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		f.Close()
+		return err
+	}
+	old := l.seg
+	l.seg, l.segIndex, l.segSize = f, next, 0
+	if err := old.Close(); err != nil {
+		return fmt.Errorf("audit: rotate: close: %w", err)
+	}
+	return nil
+}
+
+// seal signs a checkpoint over the last durable record, if it is not sealed
+// yet. A failed checkpoint write is a ledger failure like any other.
+func (l *Ledger) seal() {
+	l.lastSeal = l.opts.Now()
+	if l.durableSeq == l.sealedSeq {
+		return
+	}
+	l.mu.Lock()
+	failed := l.err != nil
+	l.mu.Unlock()
+	if failed {
+		return
+	}
+	c := Checkpoint{Seq: l.durableSeq, Hash: l.durableHash, Time: l.lastSeal.UTC()}
+	c.sign(l.key)
+	if _, err := l.ckpt.Write(append(c.appendJSON(nil, true), '\n')); err != nil {
+		l.fail(fmt.Errorf("audit: write checkpoint: %w", err))
+		return
+	}
+	if err := l.ckpt.Sync(); err != nil {
+		l.fail(fmt.Errorf("audit: fsync checkpoint: %w", err))
+		return
+	}
+	l.sealedSeq = c.Seq
+}
+
+// openAppend opens path for appending, creating it, and cuts it to size (a
+// torn tail) durably.
+func openAppend(path string, size int64) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open %s: %w", filepath.Base(path), err)
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() != size {
+		if err = f.Truncate(size); err == nil {
+			err = f.Sync()
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit: repair %s: %w", filepath.Base(path), err)
+	}
+	return f, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("audit: sync dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("audit: sync dir: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,660 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/principal"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// fixedClock returns a clock that starts at a fixed instant and advances by
+// step on each call, so ledgers written with it are byte-reproducible.
+func fixedClock(step time.Duration) func() time.Time {
+	var n atomic.Int64
+	start := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
+	return func() time.Time { return start.Add(time.Duration(n.Add(1)) * step) }
+}
+
+// testKey writes a deterministic Ed25519 key (from seed) to dir/name with
+// mode 0600 and returns its path and public key.
+func testKey(t testing.TB, dir string, seed byte) (string, ed25519.PublicKey) {
+	t.Helper()
+	key := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, fmt.Sprintf("key-%d.pem", seed))
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, key.Public().(ed25519.PublicKey)
+}
+
+type testBundle struct {
+	dir  string
+	pub  ed25519.PublicKey
+	opts Options
+}
+
+// setup returns a fresh ledger dir with a key kept outside it.
+func setup(t testing.TB, opts Options) *testBundle {
+	t.Helper()
+	root := t.TempDir()
+	keyPath, pub := testKey(t, root, 7)
+	if opts.KeyFile == "" {
+		opts.KeyFile = keyPath
+	}
+	if opts.Now == nil {
+		opts.Now = fixedClock(time.Millisecond)
+	}
+	return &testBundle{dir: filepath.Join(root, "audit"), pub: pub, opts: opts}
+}
+
+func (tb *testBundle) open(t testing.TB) *Ledger {
+	t.Helper()
+	l, err := Open(tb.dir, tb.opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return l
+}
+
+func mustPrincipal(t testing.TB, tenant, id string) principal.Principal {
+	t.Helper()
+	p, err := principal.New(tenant, id, principal.ReviewsRead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func entry(i int) Entry {
+	d := Allowed
+	if i%3 == 1 {
+		d = Denied
+	}
+	return Entry{Method: "tools/call", Server: "github", Tool: fmt.Sprintf("tool_%d", i), Decision: d,
+		Rule: "policy:allow", RequestID: fmt.Sprint(i), Latency: time.Duration(i) * time.Microsecond,
+		Args: []byte(fmt.Sprintf(`{"i":%d}`, i))}
+}
+
+// writeLedger appends n records and closes the ledger.
+func (tb *testBundle) writeLedger(t testing.TB, n int) {
+	t.Helper()
+	l := tb.open(t)
+	for i := range n {
+		if _, err := l.Append(context.Background(), entry(i)); err != nil {
+			t.Fatalf("Append %d: %v", i, err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+func (tb *testBundle) verify(t testing.TB) Report {
+	t.Helper()
+	rep, err := Verify(tb.dir, tb.pub)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	return rep
+}
+
+func (tb *testBundle) seg(n int) string { return segmentPath(tb.dir, n) }
+
+func readLines(t testing.TB, path string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.SplitAfter(b, []byte("\n"))[:bytes.Count(b, []byte("\n"))]
+}
+
+func writeLines(t testing.TB, path string, lines [][]byte) {
+	t.Helper()
+	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAppendVerifyRoundTrip(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{CheckpointEvery: 4})
+	l := tb.open(t)
+	alice := mustPrincipal(t, "acme", "alice")
+	var prev string = Genesis
+	for i := range 10 {
+		e := entry(i)
+		e.Principal = alice
+		r, err := l.Append(context.Background(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Seq != uint64(i+1) || r.PrevHash != prev || r.Hash != r.ComputeHash() {
+			t.Fatalf("record %d: seq %d prev %s hash ok %v", i, r.Seq, r.PrevHash, r.Hash == r.ComputeHash())
+		}
+		if r.Tenant != "acme" || r.Principal != "alice" || r.ArgsSHA256 != Digest(e.Args) || r.ResultSHA256 != "" {
+			t.Fatalf("record %d fields: %+v", i, r)
+		}
+		prev = r.Hash
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep := tb.verify(t)
+	if rep.Broken || rep.Records != 10 || rep.LastSeq != 10 || rep.Head != prev {
+		t.Fatalf("Verify = %+v, want 10 intact records with head %s", rep, prev)
+	}
+	// Checkpoints at 4 and 8 (count trigger) and 10 (Close).
+	if rep.Checkpoints != 3 || rep.LastCheckpoint != 10 || rep.Unsealed != 0 {
+		t.Fatalf("checkpoints = %d, last %d, unsealed %d; want 3, 10, 0", rep.Checkpoints, rep.LastCheckpoint, rep.Unsealed)
+	}
+}
+
+func TestReopenResumesChain(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	tb.writeLedger(t, 3)
+	head := tb.verify(t).Head
+	l := tb.open(t)
+	r, err := l.Append(context.Background(), entry(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Seq != 4 || r.PrevHash != head {
+		t.Fatalf("after reopen: seq %d prev %s, want 4 and %s", r.Seq, r.PrevHash, head)
+	}
+	if rep := tb.verify(t); rep.Broken || rep.Records != 4 || rep.Checkpoints != 2 {
+		t.Fatalf("Verify = %+v", rep)
+	}
+}
+
+// TestTamper alters one record in different ways; each must break the chain
+// at exactly that record's seq.
+func TestTamper(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		mutate func(line []byte) []byte
+		reason string
+	}{
+		{"ToolByte", func(l []byte) []byte { return bytes.Replace(l, []byte(`"tool_4"`), []byte(`"tool_5"`), 1) }, "does not match its hash"},
+		{"Decision", func(l []byte) []byte { return bytes.Replace(l, []byte(`"denied"`), []byte(`"allowed"`), 1) }, "does not match its hash"},
+		{"Latency", func(l []byte) []byte { return bytes.Replace(l, []byte(`"latency_us":4`), []byte(`"latency_us":0`), 1) }, "does not match its hash"},
+		{"HashRecomputedWithoutChain", func(l []byte) []byte {
+			r, _ := ParseRecord(l[:len(l)-1])
+			r.Rule = "policy:forged"
+			r.Hash = r.ComputeHash()
+			return append(r.AppendCanonical(nil), '\n')
+		}, "prev_hash does not match"},
+		{"Whitespace", func(l []byte) []byte { return bytes.Replace(l, []byte(`,"seq"`), []byte(`, "seq"`), 1) }, "canonical"},
+		{"EscapedSpelling", func(l []byte) []byte { return bytes.Replace(l, []byte(`"tool_4"`), []byte(`"tool\u005f4"`), 1) }, "canonical"},
+		{"DuplicateKey", func(l []byte) []byte { return bytes.Replace(l, []byte(`{"args`), []byte(`{"tool":"x","args`), 1) }, "canonical"},
+		{"UnknownKey", func(l []byte) []byte { return bytes.Replace(l, []byte(`,"v":1}`), []byte(`,"v":1,"x":1}`), 1) }, "unknown field"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t, Options{CheckpointEvery: -1})
+			tb.writeLedger(t, 8)
+			lines := readLines(t, tb.seg(1))
+			// The HashRecomputed case alters record 5 and re-hashes it, so the
+			// break shows at seq 6, whose prev_hash no longer matches.
+			target, want := 4, uint64(5)
+			if strings.HasPrefix(tc.name, "HashRecomputed") {
+				want = 6
+			}
+			lines[target] = tc.mutate(bytes.Clone(lines[target]))
+			writeLines(t, tb.seg(1), lines)
+			rep := tb.verify(t)
+			if !rep.Broken || rep.BrokenAt != want || !strings.Contains(rep.Reason, tc.reason) {
+				t.Fatalf("Verify = broken %v at %d (%q), want broken at %d with %q", rep.Broken, rep.BrokenAt, rep.Reason, want, tc.reason)
+			}
+		})
+	}
+}
+
+func TestDeleteMiddleRecord(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	tb.writeLedger(t, 6)
+	lines := readLines(t, tb.seg(1))
+	writeLines(t, tb.seg(1), append(lines[:2:2], lines[3:]...))
+	rep := tb.verify(t)
+	if !rep.Broken || rep.BrokenAt != 3 || !strings.Contains(rep.Reason, "missing") {
+		t.Fatalf("Verify = %+v, want broken at 3 (missing)", rep)
+	}
+}
+
+func TestReorder(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	tb.writeLedger(t, 6)
+	lines := readLines(t, tb.seg(1))
+	lines[2], lines[3] = lines[3], lines[2]
+	writeLines(t, tb.seg(1), lines)
+	rep := tb.verify(t)
+	if !rep.Broken || rep.BrokenAt != 3 {
+		t.Fatalf("Verify = %+v, want broken at 3", rep)
+	}
+}
+
+// TestTruncationDetectedByCheckpoint drops the tail: the chain that remains
+// is internally consistent, so only the signed checkpoint can tell.
+func TestTruncationDetectedByCheckpoint(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{CheckpointEvery: 5})
+	tb.writeLedger(t, 10)
+	lines := readLines(t, tb.seg(1))
+	writeLines(t, tb.seg(1), lines[:7])
+	rep := tb.verify(t)
+	if !rep.Broken || rep.BrokenAt != 8 || !strings.Contains(rep.Reason, "truncated") {
+		t.Fatalf("Verify = %+v, want broken at 8 (truncated)", rep)
+	}
+	// Open must refuse to continue a ledger that lost signed records.
+	if _, err := Open(tb.dir, tb.opts); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open after truncation = %v, want ErrCorrupt", err)
+	}
+	// Truncating and re-extending with a forged chain is caught at the
+	// checkpointed seq.
+	tb.forge(t, lines[:7])
+	rep = tb.verify(t)
+	if !rep.Broken || rep.BrokenAt != 10 || !strings.Contains(rep.Reason, "signed checkpoint") {
+		t.Fatalf("Verify after forged re-extension = %+v, want broken at 10", rep)
+	}
+}
+
+// forge rewrites the ledger as kept plus three forged records that chain
+// correctly (hashes are unkeyed, so anyone can do this).
+func (tb *testBundle) forge(t *testing.T, kept [][]byte) {
+	t.Helper()
+	last, err := ParseRecord(bytes.TrimSuffix(kept[len(kept)-1], []byte("\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := append([][]byte(nil), kept...)
+	for i := range 3 {
+		r := Record{Seq: last.Seq + 1, Time: last.Time.Add(time.Second), Method: "tools/call", Decision: Allowed,
+			Tool: fmt.Sprintf("forged_%d", i), PrevHash: last.Hash}
+		r.Hash = r.ComputeHash()
+		out = append(out, append(r.AppendCanonical(nil), '\n'))
+		last = r
+	}
+	writeLines(t, tb.seg(1), out)
+}
+
+func TestCheckpointWrongKey(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{CheckpointEvery: 2})
+	tb.writeLedger(t, 4)
+	_, other := testKey(t, t.TempDir(), 9)
+	rep, err := Verify(tb.dir, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Broken || rep.BrokenAt != 2 || !strings.Contains(rep.Reason, "not by the verifying key") {
+		t.Fatalf("Verify(wrong key) = %+v, want broken at checkpoint seq 2", rep)
+	}
+	// A checkpoint whose signature bytes were altered fails with the right key.
+	cp := filepath.Join(tb.dir, checkpointFile)
+	lines := readLines(t, cp)
+	c, err := parseCheckpoint(bytes.TrimSuffix(lines[0], []byte("\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Seq = 3 // claim a different seq under the old signature
+	lines[0] = append(c.appendJSON(nil, true), '\n')
+	writeLines(t, cp, lines)
+	if rep := tb.verify(t); !rep.Broken || rep.BrokenAt != 3 || !strings.Contains(rep.Reason, "bad signature") {
+		t.Fatalf("Verify(forged checkpoint) = %+v, want bad signature at 3", rep)
+	}
+	// Verify without a key uses the one stored in the dir and says so.
+	tb2 := setup(t, Options{})
+	tb2.writeLedger(t, 1)
+	rep, err = Verify(tb2.dir, nil)
+	if err != nil || rep.Broken || !rep.KeyFromDir {
+		t.Fatalf("Verify(nil key) = %+v, %v; want intact, key from dir", rep, err)
+	}
+}
+
+func TestOpenRefusesChangedKey(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	tb.writeLedger(t, 1)
+	other, _ := testKey(t, t.TempDir(), 11)
+	opts := tb.opts
+	opts.KeyFile = other
+	if _, err := Open(tb.dir, opts); err == nil || !strings.Contains(err.Error(), "key rotation") {
+		t.Fatalf("Open with another key = %v, want refusal", err)
+	}
+}
+
+func TestKeyFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sub", "signing.key")
+	k1, err := LoadOrCreateKey(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("generated key mode = %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	k2, err := LoadOrCreateKey(p)
+	if err != nil || !k1.Equal(k2) {
+		t.Fatalf("reloaded key differs: %v", err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateKey(p); err == nil {
+		t.Fatal("a world-readable key was accepted")
+	}
+}
+
+func TestRotation(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{MaxFileBytes: 2048, CheckpointEvery: 7})
+	tb.writeLedger(t, 40)
+	segs, err := listSegments(tb.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) < 4 {
+		t.Fatalf("%d segments, want at least 4 with 2 KiB files", len(segs))
+	}
+	for _, s := range segs[:len(segs)-1] {
+		if fi, _ := os.Stat(s.path); fi.Size() > 2048 {
+			t.Fatalf("%s is %d bytes, over the 2048 limit", s.path, fi.Size())
+		}
+	}
+	rep := tb.verify(t)
+	if rep.Broken || rep.Records != 40 || rep.Segments != len(segs) {
+		t.Fatalf("Verify = %+v", rep)
+	}
+	// The chain continues across a reopen into the last segment.
+	l := tb.open(t)
+	if r, err := l.Append(context.Background(), entry(1)); err != nil || r.Seq != 41 {
+		t.Fatalf("append after reopen: %+v %v", r, err)
+	}
+	l.Close()
+	var seqs []uint64
+	if err := Tail(context.Background(), tb.dir, TailOptions{}, func(r Record) error { seqs = append(seqs, r.Seq); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(seqs) != 41 || seqs[0] != 1 || seqs[40] != 41 {
+		t.Fatalf("Tail read %d records (%v...), want 1..41", len(seqs), seqs[:min(3, len(seqs))])
+	}
+	// Deleting a middle segment is a break.
+	if err := os.Remove(segs[1].path); err != nil {
+		t.Fatal(err)
+	}
+	if rep := tb.verify(t); !rep.Broken || !strings.Contains(rep.Reason, "missing") {
+		t.Fatalf("Verify without segment 2 = %+v, want broken", rep)
+	}
+}
+
+func TestConcurrentAppends(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{MaxFileBytes: 256 << 10, CheckpointEvery: 500})
+	l := tb.open(t)
+	const workers, each = 64, 100
+	var wg sync.WaitGroup
+	seen := make([]atomic.Bool, workers*each+1)
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				r, err := l.Append(context.Background(), entry(w*each+i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				if r.Seq == 0 || r.Seq > workers*each || seen[r.Seq].Swap(true) {
+					errs <- fmt.Errorf("seq %d out of range or handed out twice", r.Seq)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep := tb.verify(t)
+	if rep.Broken || rep.Records != workers*each || rep.LastSeq != workers*each {
+		t.Fatalf("Verify = %+v, want %d intact records", rep, workers*each)
+	}
+}
+
+func TestLockSecondOpenInProcess(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	l := tb.open(t)
+	if _, err := Open(tb.dir, tb.opts); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open = %v, want ErrLocked", err)
+	}
+	l.Close()
+	l2 := tb.open(t) // the lock is released by Close
+	l2.Close()
+}
+
+func TestAppendAfterCloseAndBadEntry(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	l := tb.open(t)
+	if _, err := l.Append(context.Background(), Entry{Tool: "x"}); !fault.Is(err, fault.InvalidArgument) {
+		t.Fatalf("Append without decision = %v, want INVALID_ARGUMENT", err)
+	}
+	l.Close()
+	_, err := l.Append(context.Background(), entry(1))
+	if !errors.Is(err, ErrClosed) || !fault.Is(err, fault.Unavailable) {
+		t.Fatalf("Append after Close = %v, want ErrClosed as UNAVAILABLE", err)
+	}
+}
+
+// TestAppendSurvivesCancelledContext: a client that has gone away must not
+// be able to drop its own record.
+func TestAppendSurvivesCancelledContext(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	l := tb.open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := l.Append(ctx, entry(2))
+	if err != nil || r.Seq != 1 {
+		t.Fatalf("Append(cancelled ctx) = %+v, %v; want seq 1 recorded", r, err)
+	}
+	l.Close()
+	if rep := tb.verify(t); rep.Records != 1 {
+		t.Fatalf("Verify = %+v, want the record on disk", rep)
+	}
+}
+
+func TestFieldsAreClippedAndSanitized(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	l := tb.open(t)
+	r, err := l.Append(context.Background(), Entry{Decision: Denied, Tool: strings.Repeat("é", 1000), Reason: "bad\xffutf8\n\"quoted\""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if len(r.Tool) > maxTool || !strings.HasSuffix(r.Tool, "…") {
+		t.Fatalf("tool is %d bytes, want clipped to %d with a marker", len(r.Tool), maxTool)
+	}
+	if r.Reason != "bad\uFFFDutf8\n\"quoted\"" {
+		t.Fatalf("reason = %q", r.Reason)
+	}
+	if rep := tb.verify(t); rep.Broken {
+		t.Fatalf("Verify = %+v", rep)
+	}
+}
+
+func TestTornTailRecovery(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	tb.writeLedger(t, 3)
+	f, err := os.OpenFile(tb.seg(1), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"args_sha256":"","decision":"allo`)
+	f.Close()
+	// Before recovery Verify reports the torn bytes but no break: they hide
+	// no record.
+	if rep := tb.verify(t); rep.Broken || rep.TornBytes == 0 || rep.Records != 3 {
+		t.Fatalf("Verify(torn) = %+v", rep)
+	}
+	l := tb.open(t)
+	l.Close()
+	rep := tb.verify(t)
+	if rep.Broken || rep.TornBytes != 0 || rep.Records != 4 {
+		t.Fatalf("Verify(recovered) = %+v, want 4 intact records", rep)
+	}
+	var last Record
+	Tail(context.Background(), tb.dir, TailOptions{Last: 1}, func(r Record) error { last = r; return nil })
+	if last.Decision != Recovered || !strings.Contains(last.Reason, "34 torn bytes") {
+		t.Fatalf("last record = %+v, want a recovered record naming 34 torn bytes", last)
+	}
+}
+
+func TestOpenRefusesCorruptLastRecord(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	tb.writeLedger(t, 3)
+	lines := readLines(t, tb.seg(1))
+	lines[2] = bytes.Replace(lines[2], []byte("tool_2"), []byte("tool_X"), 1)
+	writeLines(t, tb.seg(1), lines)
+	if _, err := Open(tb.dir, tb.opts); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open(corrupt tail) = %v, want ErrCorrupt", err)
+	}
+}
+
+func TestTailLastAndFollow(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{MaxFileBytes: 1500})
+	tb.writeLedger(t, 12)
+	var got []uint64
+	if err := Tail(context.Background(), tb.dir, TailOptions{Last: 5}, func(r Record) error { got = append(got, r.Seq); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[8 9 10 11 12]" {
+		t.Fatalf("Tail -n 5 = %v", got)
+	}
+
+	l := tb.open(t)
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	recs := make(chan uint64, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- Tail(ctx, tb.dir, TailOptions{Last: 1, Follow: true, Poll: 5 * time.Millisecond}, func(r Record) error {
+			recs <- r.Seq
+			return nil
+		})
+	}()
+	// New records arrive across several rotations (1500-byte segments).
+	for i := range 20 {
+		if _, err := l.Append(context.Background(), entry(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := uint64(12)
+	deadline := time.After(10 * time.Second)
+	for want < 32 {
+		select {
+		case s := <-recs:
+			if s != want {
+				t.Fatalf("follow emitted seq %d, want %d", s, want)
+			}
+			want++
+		case <-deadline:
+			t.Fatalf("follow stalled before seq %d", want)
+		}
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Tail(follow) ended with %v, want context.Canceled", err)
+	}
+}
+
+func TestGoldenLedger(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	l := tb.open(t)
+	alice := mustPrincipal(t, "acme", "alice")
+	entries := []Entry{
+		{Principal: alice, RequestID: "1", Method: "tools/call", Server: "review", Tool: "start_review", Decision: Allowed,
+			Rule: "policy:allow", Latency: 1500 * time.Microsecond, Args: []byte(`{"url":"https://example.com"}`), Result: []byte(`{"content":[]}`)},
+		{Principal: alice, RequestID: "2", Method: "tools/call", Server: "github", Tool: "delete_repo", Decision: Denied,
+			Rule: "policy:deny-glob", Reason: "tool 'delete_repo' matches deny pattern 'delete_*'", Latency: 40 * time.Microsecond},
+		{Method: "http", Decision: EdgeRejected, Rule: "edge:auth", Reason: "missing bearer token"},
+	}
+	for _, e := range entries {
+		if _, err := l.Append(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	got, err := os.ReadFile(tb.seg(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "ledger-golden.jsonl")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("ledger bytes differ from %s (run with -update after an intended format change)\ngot:\n%s\nwant:\n%s", golden, got, want)
+	}
+}
+
+func TestVerifyRejectsOverlongLine(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	tb.writeLedger(t, 2)
+	f, err := os.OpenFile(tb.seg(1), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(strings.Repeat("x", maxLine+10) + "\n")
+	f.Close()
+	if rep := tb.verify(t); !rep.Broken || rep.BrokenAt != 3 || !strings.Contains(rep.Reason, "longer than") {
+		t.Fatalf("Verify(overlong line) = %+v", rep)
+	}
+}

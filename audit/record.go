@@ -1,0 +1,268 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Decision is what became of one governed request. The gateway may record
+// other lowercase words; these are the ones bastion emits.
+type Decision string
+
+// The decisions bastion records.
+const (
+	Allowed         Decision = "allowed"          // the call reached the upstream and it answered
+	Denied          Decision = "denied"           // a gate refused the call; Rule names the gate/rule
+	ApprovalPending Decision = "approval_pending" // the call was parked for a human
+	UpstreamError   Decision = "upstream_error"   // the upstream failed or closed
+	Timeout         Decision = "timeout"          // the per-call deadline passed
+	Trap            Decision = "trap"             // a Wasm instance trapped (memory cap, deadline)
+	EdgeRejected    Decision = "edge_rejected"    // the HTTP edge refused the request (401/403/413/503...)
+	Recovered       Decision = "recovered"        // written by Open after it truncated a torn tail
+)
+
+// formatVersion is the record format written today. It is part of the hashed
+// bytes, so a future format can never be confused with this one.
+const formatVersion = 1
+
+// Genesis is the prev_hash of the first record of every ledger.
+const Genesis = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// timeLayout is the one time form a record may carry: RFC 3339 in UTC with
+// exactly nine fractional digits, so each instant has one spelling.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+// Record is one line of the ledger. Every field is always present on disk
+// (empty strings included), so the encoding has no optional parts.
+//
+// The canonical encoding is a JSON object in the RFC 8785 (JCS) style for the
+// subset used here: keys sorted bytewise (they are ASCII), no insignificant
+// whitespace, strings in UTF-8 escaped exactly as JCS does (\" \\ \b \f \n \r
+// \t, other controls below U+0020 as \u00xx with lowercase hex, everything
+// else literal), and numbers as unsigned decimal integers without sign,
+// exponent or leading zeros (seq and latency are uint64; JCS's IEEE-754 rule
+// agrees with this below 2^53). Time is the fixed string form of timeLayout.
+// Hash is hex SHA-256 over the canonical encoding of the record with the
+// "hash" key left out; PrevHash is the previous record's Hash, or Genesis.
+type Record struct {
+	Seq          uint64    // 1 for the first record, then +1 with no gaps
+	Time         time.Time // when the ledger accepted the record, UTC
+	Tenant       string    // the principal's tenant; "" when unauthenticated
+	Principal    string    // the principal's id within Tenant; "" when unauthenticated
+	RequestID    string    // the JSON-RPC or HTTP request id, when there is one
+	Method       string    // "tools/call", "resources/read", "connect", "http"...
+	Server       string    // the upstream server, "" for edge rejections
+	Tool         string    // the tool, resource or prompt name as the client sent it
+	Decision     Decision  // what happened
+	Rule         string    // which gate or rule decided ("policy:deny-glob", "pin:drift"...)
+	Reason       string    // the client-visible reason (never a secret: inspect redacts first)
+	LatencyUS    uint64    // microseconds from receipt to outcome
+	ArgsSHA256   string    // hex SHA-256 of the raw arguments, "" when there were none
+	ResultSHA256 string    // hex SHA-256 of the raw result, "" when there was none
+	PrevHash     string    // the previous record's Hash, Genesis for seq 1
+	Hash         string    // hex SHA-256 of this record's canonical form without "hash"
+}
+
+// AppendCanonical appends r's canonical JSON encoding (with the hash field)
+// to b and returns the extended buffer.
+func (r *Record) AppendCanonical(b []byte) []byte { return r.appendJSON(b, true) }
+
+// ComputeHash returns the hash r should carry: hex SHA-256 over the canonical
+// encoding of r without its hash field. It ignores r.Hash.
+func (r *Record) ComputeHash() string {
+	var buf [512]byte
+	sum := sha256.Sum256(r.appendJSON(buf[:0], false))
+	return hex.EncodeToString(sum[:])
+}
+
+func (r *Record) appendJSON(b []byte, withHash bool) []byte {
+	b = append(b, `{"args_sha256":`...)
+	b = appendString(b, r.ArgsSHA256)
+	b = append(b, `,"decision":`...)
+	b = appendString(b, string(r.Decision))
+	if withHash {
+		b = append(b, `,"hash":`...)
+		b = appendString(b, r.Hash)
+	}
+	b = append(b, `,"latency_us":`...)
+	b = strconv.AppendUint(b, r.LatencyUS, 10)
+	b = append(b, `,"method":`...)
+	b = appendString(b, r.Method)
+	b = append(b, `,"prev_hash":`...)
+	b = appendString(b, r.PrevHash)
+	b = append(b, `,"principal":`...)
+	b = appendString(b, r.Principal)
+	b = append(b, `,"reason":`...)
+	b = appendString(b, r.Reason)
+	b = append(b, `,"request_id":`...)
+	b = appendString(b, r.RequestID)
+	b = append(b, `,"result_sha256":`...)
+	b = appendString(b, r.ResultSHA256)
+	b = append(b, `,"rule":`...)
+	b = appendString(b, r.Rule)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, r.Seq, 10)
+	b = append(b, `,"server":`...)
+	b = appendString(b, r.Server)
+	b = append(b, `,"tenant":`...)
+	b = appendString(b, r.Tenant)
+	b = append(b, `,"time":"`...)
+	b = r.Time.UTC().AppendFormat(b, timeLayout)
+	b = append(b, `","tool":`...)
+	b = appendString(b, r.Tool)
+	b = append(b, `,"v":`...)
+	b = strconv.AppendUint(b, formatVersion, 10)
+	return append(b, '}')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JCS string. s must be valid UTF-8 (callers
+// sanitize with strings.ToValidUTF8 first); bytes are copied as they are.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"':
+			b = append(b, '\\', '"')
+		case '\\':
+			b = append(b, '\\', '\\')
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// wireRecord is the decoding shape. Decoding goes through encoding/json and
+// is then re-encoded: a line is accepted only if the re-encoding is
+// byte-identical, which rejects every non-canonical spelling (whitespace, key
+// order, duplicate or differently-cased keys, escapes, invalid UTF-8).
+type wireRecord struct {
+	ArgsSHA256   *string `json:"args_sha256"`
+	Decision     *string `json:"decision"`
+	Hash         *string `json:"hash"`
+	LatencyUS    *uint64 `json:"latency_us"`
+	Method       *string `json:"method"`
+	PrevHash     *string `json:"prev_hash"`
+	Principal    *string `json:"principal"`
+	Reason       *string `json:"reason"`
+	RequestID    *string `json:"request_id"`
+	ResultSHA256 *string `json:"result_sha256"`
+	Rule         *string `json:"rule"`
+	Seq          *uint64 `json:"seq"`
+	Server       *string `json:"server"`
+	Tenant       *string `json:"tenant"`
+	Time         *string `json:"time"`
+	Tool         *string `json:"tool"`
+	V            *uint64 `json:"v"`
+}
+
+// errNotCanonical marks a line that parses but is not in canonical form.
+var errNotCanonical = errors.New("not in canonical form")
+
+// ParseRecord decodes one ledger line (without its trailing newline). It
+// accepts only the canonical encoding and checks the shape of the hash
+// fields, but not that Hash matches the content: that is Verify's job.
+func ParseRecord(line []byte) (Record, error) {
+	var w wireRecord
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return Record{}, fmt.Errorf("audit: record: %w", err)
+	}
+	if dec.More() {
+		return Record{}, fmt.Errorf("audit: record: trailing data")
+	}
+	if w.ArgsSHA256 == nil || w.Decision == nil || w.Hash == nil || w.LatencyUS == nil || w.Method == nil ||
+		w.PrevHash == nil || w.Principal == nil || w.Reason == nil || w.RequestID == nil || w.ResultSHA256 == nil ||
+		w.Rule == nil || w.Seq == nil || w.Server == nil || w.Tenant == nil || w.Time == nil || w.Tool == nil || w.V == nil {
+		return Record{}, fmt.Errorf("audit: record: missing field")
+	}
+	if *w.V != formatVersion {
+		return Record{}, fmt.Errorf("audit: record: unknown format version %d", *w.V)
+	}
+	t, err := time.Parse(time.RFC3339Nano, *w.Time)
+	if err != nil {
+		return Record{}, fmt.Errorf("audit: record: time: %w", err)
+	}
+	r := Record{
+		Seq: *w.Seq, Time: t.UTC(), Tenant: *w.Tenant, Principal: *w.Principal, RequestID: *w.RequestID,
+		Method: *w.Method, Server: *w.Server, Tool: *w.Tool, Decision: Decision(*w.Decision), Rule: *w.Rule,
+		Reason: *w.Reason, LatencyUS: *w.LatencyUS, ArgsSHA256: *w.ArgsSHA256, ResultSHA256: *w.ResultSHA256,
+		PrevHash: *w.PrevHash, Hash: *w.Hash,
+	}
+	if !isHex64(r.Hash) || !isHex64(r.PrevHash) {
+		return Record{}, fmt.Errorf("audit: record: hash and prev_hash must be 64 lowercase hex digits")
+	}
+	if (r.ArgsSHA256 != "" && !isHex64(r.ArgsSHA256)) || (r.ResultSHA256 != "" && !isHex64(r.ResultSHA256)) {
+		return Record{}, fmt.Errorf("audit: record: args_sha256 and result_sha256 must be empty or 64 lowercase hex digits")
+	}
+	if !bytes.Equal(r.AppendCanonical(make([]byte, 0, len(line))), line) {
+		return Record{}, fmt.Errorf("audit: record: %w", errNotCanonical)
+	}
+	return r, nil
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Digest returns hex SHA-256 of b, or "" when b is empty: the form of
+// ArgsSHA256 and ResultSHA256.
+func Digest(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// clip returns s as valid UTF-8 of at most max bytes, cut on a rune boundary
+// and marked with "…" when cut, so one oversized field cannot bloat a line.
+func clip(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,74 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// segment is one ledger file, numbered from 1.
+type segment struct {
+	index int
+	path  string
+}
+
+func segmentName(index int) string { return fmt.Sprintf("ledger-%06d.jsonl", index) }
+
+func segmentPath(dir string, index int) string { return filepath.Join(dir, segmentName(index)) }
+
+// parseSegmentName returns the index of a file named ledger-NNNNNN.jsonl (at
+// least six digits, no sign), or false.
+func parseSegmentName(name string) (int, bool) {
+	num, ok := strings.CutPrefix(name, "ledger-")
+	if !ok {
+		return 0, false
+	}
+	if num, ok = strings.CutSuffix(num, ".jsonl"); !ok || len(num) < 6 || len(num) > 12 {
+		return 0, false
+	}
+	for i := 0; i < len(num); i++ {
+		if num[i] < '0' || num[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 || segmentName(n) != name {
+		return 0, false
+	}
+	return n, true
+}
+
+// listSegments returns dir's segments in index order, with paths under dir.
+// A missing dir has none.
+func listSegments(dir string) ([]segment, error) {
+	segs, err := listSegmentsFS(os.DirFS(dir))
+	for i := range segs {
+		segs[i].path = filepath.Join(dir, segs[i].path)
+	}
+	return segs, err
+}
+
+// listSegmentsFS returns the segments at the root of fsys in index order,
+// with paths relative to it.
+func listSegmentsFS(fsys fs.FS) ([]segment, error) {
+	ents, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("audit: list segments: %w", err)
+	}
+	var segs []segment
+	for _, e := range ents {
+		if n, ok := parseSegmentName(e.Name()); ok && e.Type().IsRegular() {
+			segs = append(segs, segment{index: n, path: e.Name()})
+		}
+	}
+	slices.SortFunc(segs, func(a, b segment) int { return a.index - b.index })
+	return segs, nil
+}
