@@ -18,10 +18,11 @@ deps:
 demo: deps build
 	./$(BIN) demo
 
+# The unit and integration tests run last so their summary closes the output.
 test: deps vet
-	$(GO) test -count=1 -timeout 20m ./...
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@bash scripts/lint.sh
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	$(GO) test -count=1 -timeout 20m ./...
 
 vet:
 	$(GO) vet ./...

@@ -21,6 +21,8 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newEgressCmd(),
 		newAuditCmd(),
+		newReviewCmd(),
+		newValidateCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root
