@@ -21,8 +21,6 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newEgressCmd(),
 		newAuditCmd(),
-		newReviewCmd(),
-		newValidateCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root
