@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newEgressCmd(),
 		newAuditCmd(),
+		newValidateCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root

@@ -1,0 +1,251 @@
+// Package gateway defines the decision path every governed tools/call takes:
+// the shared CallArgs and Decision types, the Gate seam, and the one place
+// that fixes the gate order (routing → policy, with approval → pin → rate
+// limit → inspect).
+//
+// Invariants: the gates run in exactly the order of Stages.ordered and the
+// first denial ends the chain, so a call the policy refuses never reaches
+// the rate limiter (a denied flood drains no bucket) and a call that is not
+// routed is never looked at by anything else; a gate that fails (returns an
+// error) denies the call (fail closed); a denial is rendered to the model as
+// a tool result with isError set and the text "bastion denied: <reason>",
+// never as a protocol error; a Reason is client-safe: it never carries a
+// secret, an argument value or an internal address.
+//
+// The gates themselves live in the subpackages policy, pin, ratelimit and
+// inspect; this package imports none of them, so each depends only on the
+// types here.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bastion-mcp/bastion/principal"
+)
+
+// CallArgs is one tools/call as the gates see it. It is a struct, not a
+// parameter list, so it can grow (smokescreen's DecideArgs habit).
+type CallArgs struct {
+	// Principal is the authenticated caller; the zero Principal (no
+	// authentication) matches no principal, scope or role condition.
+	Principal principal.Principal
+	// Roles are the caller's roles as its credential states them (a JWT
+	// "roles" claim, a PAT's recorded roles). principal.Principal carries
+	// scopes only; the edge fills this from the same verified credential and
+	// nothing else may.
+	Roles []string
+	// Name is the tool name the client called (namespaced, "server__tool").
+	Name string
+	// Server and Tool are the upstream's id (its [server.NAME] key) and the
+	// tool's name on that upstream. The routing gate fills them from Name;
+	// later gates rely on them.
+	Server, Tool string
+	// Arguments is params.arguments verbatim (may be nil or JSON null).
+	Arguments json.RawMessage
+	// Approved is set only by the approval flow, when it replays a call a
+	// human approved (it checks the approval against principal, server, tool
+	// and the arguments' hash before setting it). It lets a policy rule with
+	// action "approve" pass; nothing else reads it.
+	Approved bool
+}
+
+// Decision is a gate's (or the chain's) verdict on one call.
+type Decision struct {
+	// Allow reports whether the call may proceed.
+	Allow bool
+	// Gate names the gate that decided ("routing", "policy", "pin",
+	// "ratelimit", "inspect"); for an allowed chain it is empty.
+	Gate string
+	// Rule is the audit rule: a policy rule's name or a fixed id such as
+	// "unknown-tool", "deny-default", "rug-pull", "rate-limited",
+	// "secret-exfil", "injection". Metrics label by it.
+	Rule string
+	// Reason is the client-safe sentence shown after "bastion denied: ".
+	Reason string
+	// Approval is non-nil when the call is not refused but must be parked
+	// for a human (a policy rule with action "approve"). Allow is false.
+	Approval *Approval
+	// RetryAfter is how long a rate-limited caller should wait; zero otherwise.
+	RetryAfter time.Duration
+	// Warnings are findings that did not deny (pin and inspect in warn
+	// mode). The ledger records them; they are never shown to the model.
+	Warnings []string
+}
+
+// Approval says why a call must wait for a human.
+type Approval struct {
+	// Rule is the policy rule that asked for approval.
+	Rule string
+	// Reason is the rule's stated reason (or a default), shown to the agent
+	// and to the approver.
+	Reason string
+}
+
+// ParkForApproval reports whether d asks the caller to park the call for a
+// human rather than refuse it.
+func (d Decision) ParkForApproval() bool { return !d.Allow && d.Approval != nil }
+
+// Deny returns a denying Decision from gate with rule and a client-safe reason.
+func Deny(gate, rule, reason string) Decision {
+	return Decision{Gate: gate, Rule: rule, Reason: reason}
+}
+
+// Allow returns an allowing Decision that records which gate and rule let
+// the call through (a policy rule's name, for the ledger).
+func Allow(gate, rule string) Decision {
+	return Decision{Allow: true, Gate: gate, Rule: rule}
+}
+
+// DenialPrefix starts every denial text the model sees.
+const DenialPrefix = "bastion denied: "
+
+// DenialText returns the tool-error text for a denied or parked Decision:
+// "bastion denied: <reason>".
+func DenialText(d Decision) string {
+	r := d.Reason
+	if r == "" {
+		r = "the call was refused"
+	}
+	return DenialPrefix + r
+}
+
+// A Gate decides one step of a call. Check returns an error only when it
+// could not decide (a store is unreachable); the chain then denies.
+// A Gate must be safe for concurrent use.
+type Gate interface {
+	Check(ctx context.Context, a *CallArgs) (Decision, error)
+}
+
+// A ResultGate also judges what the upstream returned (the inspect gate).
+// result is the raw CallToolResult JSON.
+type ResultGate interface {
+	CheckResult(ctx context.Context, a *CallArgs, result json.RawMessage) (Decision, error)
+}
+
+// GateFunc adapts a function to Gate.
+type GateFunc func(ctx context.Context, a *CallArgs) (Decision, error)
+
+// Check calls f.
+func (f GateFunc) Check(ctx context.Context, a *CallArgs) (Decision, error) { return f(ctx, a) }
+
+// The gate names, as Decision.Gate carries them.
+const (
+	GateRouting   = "routing"
+	GatePolicy    = "policy"
+	GatePin       = "pin"
+	GateRateLimit = "ratelimit"
+	GateInspect   = "inspect"
+)
+
+// Stages are the gates of a Chain. Routing and Policy are required (a
+// gateway without them would allow everything); Pin, RateLimit and Inspect
+// may be nil when the operator turned them off.
+type Stages struct {
+	Routing   Gate
+	Policy    Gate // the approval step is part of policy: an "approve" rule parks the call
+	Pin       Gate
+	RateLimit Gate
+	Inspect   Gate
+}
+
+type namedGate struct {
+	name string
+	gate Gate
+}
+
+// ordered is the one statement of the gate order. Rate limiting comes after
+// every authorization step so a refused call never spends a token; inspect
+// comes last because it is the most expensive and only allowed calls need it.
+func (s Stages) ordered() []namedGate {
+	return []namedGate{
+		{GateRouting, s.Routing},
+		{GatePolicy, s.Policy},
+		{GatePin, s.Pin},
+		{GateRateLimit, s.RateLimit},
+		{GateInspect, s.Inspect},
+	}
+}
+
+// Order returns the gate names in the order a Chain runs them.
+func Order() []string {
+	var names []string
+	for _, g := range (Stages{}).ordered() {
+		names = append(names, g.name)
+	}
+	return names
+}
+
+// Chain runs the gates in order and returns the first denial. It holds no
+// lock and is safe for concurrent use if its gates are.
+type Chain struct {
+	gates  []namedGate // non-nil gates in order
+	result ResultGate  // or nil
+}
+
+// NewChain returns a Chain over s. It fails if Routing or Policy is nil.
+func NewChain(s Stages) (*Chain, error) {
+	if s.Routing == nil || s.Policy == nil {
+		return nil, errors.New("gateway: a chain needs a routing and a policy gate")
+	}
+	c := &Chain{}
+	for _, g := range s.ordered() {
+		if g.gate != nil {
+			c.gates = append(c.gates, g)
+		}
+	}
+	if rg, ok := s.Inspect.(ResultGate); ok {
+		c.result = rg
+	}
+	return c, nil
+}
+
+// Check runs every gate on a. It returns the first denial (or approval
+// request), or an allowing Decision that carries the policy rule that
+// allowed the call and every warning. A gate error denies the call with rule
+// "gate-error" and is returned for the log; its text is never the Reason.
+func (c *Chain) Check(ctx context.Context, a *CallArgs) (Decision, error) {
+	var out Decision
+	out.Allow = true
+	for _, g := range c.gates {
+		d, err := g.gate.Check(ctx, a)
+		if err != nil {
+			return gateError(g.name), fmt.Errorf("gateway: %s gate: %w", g.name, err)
+		}
+		if d.Gate == "" {
+			d.Gate = g.name
+		}
+		if !d.Allow {
+			d.Warnings = append(out.Warnings, d.Warnings...)
+			return d, nil
+		}
+		if g.name == GatePolicy {
+			out.Rule = d.Rule
+		}
+		out.Warnings = append(out.Warnings, d.Warnings...)
+	}
+	return out, nil
+}
+
+// CheckResult runs the result gate (inspect) on an upstream's result; with
+// no result gate it allows.
+func (c *Chain) CheckResult(ctx context.Context, a *CallArgs, result json.RawMessage) (Decision, error) {
+	if c.result == nil {
+		return Decision{Allow: true}, nil
+	}
+	d, err := c.result.CheckResult(ctx, a, result)
+	if err != nil {
+		return gateError(GateInspect), fmt.Errorf("gateway: inspect gate: %w", err)
+	}
+	if d.Gate == "" {
+		d.Gate = GateInspect
+	}
+	return d, nil
+}
+
+func gateError(gate string) Decision {
+	return Deny(gate, "gate-error", "the "+gate+" check could not be completed; try again later")
+}

@@ -1,0 +1,409 @@
+// Package inspect is the gateway's content gate: it scans tool definitions
+// (at connect and on list_changed), call arguments and call results for
+// prompt-injection phrases and secrets, in off, warn or enforce mode.
+//
+// Text is normalized before matching (see Normalize: ANSI escapes, invisible
+// and bidi characters, tag smuggling, NFKC), and base64, percent-encoded and
+// HTML-escaped segments are decoded (to MaxDecodeDepth levels, within a byte
+// budget) and scanned too. JSON is scanned as the strings it holds, with
+// each object member also seen as "key: value" so a secret under an
+// "api_key" member is found in context.
+//
+// Invariants: a finding names its detector, never the matched text, so a
+// denial can never echo the secret it blocked; Redact replaces secrets with
+// "[REDACTED:<detector>]"; every operator pattern is RE2 (linear time) and
+// size-limited; a payload larger than MaxBytes is not half-scanned and
+// passed: in enforce mode it is refused.
+package inspect
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/bastion-mcp/bastion/gateway/config"
+	"github.com/bastion-mcp/bastion/gateway/pattern"
+)
+
+// Finding is one detector that fired. It deliberately has no field for the
+// matched text.
+type Finding struct {
+	Detector string
+	Category Category
+}
+
+// Result is what one scan found.
+type Result struct {
+	Findings []Finding // secrets first, then injections, each detector once
+	Oversize bool      // the payload exceeded MaxBytes and was not fully scanned
+}
+
+// Clean reports whether r found nothing and scanned everything.
+func (r Result) Clean() bool { return len(r.Findings) == 0 && !r.Oversize }
+
+// Pattern is an operator-defined detector.
+type Pattern struct {
+	Name     string
+	Category Category
+	Regex    string // RE2
+}
+
+// Options configure a Scanner. The zero value is the built-in pack.
+type Options struct {
+	// Disable names built-in detectors to leave out.
+	Disable []string
+	// Patterns are added after the built-ins.
+	Patterns []Pattern
+	// MaxBytes bounds the text scanned per payload; zero means DefaultMaxBytes.
+	MaxBytes int
+}
+
+// DefaultMaxBytes is the default bound on one payload's text.
+const DefaultMaxBytes = 4 << 20
+
+// Scanner runs the detectors. It is immutable and safe for concurrent use.
+type Scanner struct {
+	detectors []*detector
+	idx       startIndex
+	maxBytes  int
+}
+
+// BuiltinDetectors lists the names of the built-in detectors.
+func BuiltinDetectors() []string {
+	var out []string
+	for _, d := range builtins() {
+		out = append(out, d.name)
+	}
+	return out
+}
+
+// NewScanner builds a Scanner.
+func NewScanner(o Options) (*Scanner, error) {
+	all := builtins()
+	for _, n := range o.Disable {
+		if !slices.ContainsFunc(all, func(d *detector) bool { return d.name == n }) {
+			return nil, fmt.Errorf("inspect: cannot disable unknown detector %q (built-ins: %s)", n, strings.Join(BuiltinDetectors(), ", "))
+		}
+	}
+	s := &Scanner{maxBytes: o.MaxBytes}
+	if s.maxBytes <= 0 {
+		s.maxBytes = DefaultMaxBytes
+	}
+	for _, d := range all {
+		if !slices.Contains(o.Disable, d.name) {
+			s.detectors = append(s.detectors, d)
+		}
+	}
+	for _, p := range o.Patterns {
+		re, err := pattern.CompileRegexp(p.Regex)
+		if err != nil {
+			return nil, fmt.Errorf("inspect: pattern %s: %w", p.Name, err)
+		}
+		if p.Category != Secret && p.Category != Injection {
+			return nil, fmt.Errorf("inspect: pattern %s: unknown category", p.Name)
+		}
+		s.detectors = append(s.detectors, &detector{name: p.Name, category: p.Category, re: re, full: re})
+	}
+	// Secrets first: when a text holds both, the secret is what matters.
+	slices.SortStableFunc(s.detectors, func(a, b *detector) int { return int(a.category) - int(b.category) })
+	s.idx = newStartIndex(s.detectors)
+	return s, nil
+}
+
+// FromConfig builds the Scanner and Mode of [inspect].
+func FromConfig(c config.Inspect) (*Scanner, Mode, error) {
+	o := Options{Disable: c.Disable}
+	for _, p := range c.Patterns {
+		cat := Injection
+		if p.Kind == "secret" {
+			cat = Secret
+		}
+		o.Patterns = append(o.Patterns, Pattern{Name: p.Name, Category: cat, Regex: p.Regex})
+	}
+	s, err := NewScanner(o)
+	if err != nil {
+		return nil, 0, err
+	}
+	m, err := ParseMode(c.Mode)
+	return s, m, err
+}
+
+// ScanText scans one text.
+func (s *Scanner) ScanText(text string) Result {
+	var r Result
+	if len(text) > s.maxBytes {
+		text, r.Oversize = text[:s.maxBytes], true
+	}
+	sc := scan{s: s, budget: 2*len(text) + 4096}
+	sc.segment(Normalize(text), 0)
+	r.Findings = sc.found
+	return r
+}
+
+// ScanJSON scans the strings of a JSON value; text that is not JSON is
+// scanned as text.
+func (s *Scanner) ScanJSON(raw []byte) Result {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return s.ScanText(string(raw))
+	}
+	var b strings.Builder
+	over := flatten(&b, v, s.maxBytes)
+	r := s.ScanText(b.String())
+	r.Oversize = r.Oversize || over
+	return r
+}
+
+// flatten writes the strings of v, one a line, and each object member with
+// a scalar value as "key: value"; it skips image and audio data (base64
+// media the model does not read as text). It reports whether it stopped at max.
+func flatten(b *strings.Builder, v any, max int) bool {
+	if b.Len() > max {
+		return true
+	}
+	switch t := v.(type) {
+	case string:
+		b.WriteString(t)
+		b.WriteByte('\n')
+	case []any:
+		for _, e := range t {
+			if flatten(b, e, max) {
+				return true
+			}
+		}
+	case map[string]any:
+		media := t["type"] == "image" || t["type"] == "audio"
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if media && k == "data" {
+				continue
+			}
+			switch e := t[k].(type) {
+			case string:
+				b.WriteString(k)
+				b.WriteString(": ")
+				b.WriteString(e)
+				b.WriteByte('\n')
+			case float64, bool, nil:
+				b.WriteString(k)
+				b.WriteString(": ")
+				fmt.Fprint(b, e)
+				b.WriteByte('\n')
+			default:
+				b.WriteString(k)
+				b.WriteByte('\n')
+				if flatten(b, e, max) {
+					return true
+				}
+			}
+		}
+	}
+	return b.Len() > max
+}
+
+type scan struct {
+	s      *Scanner
+	found  []Finding
+	budget int
+}
+
+func (sc *scan) has(name string) bool {
+	for _, f := range sc.found {
+		if f.Detector == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (sc *scan) segment(t string, depth int) {
+	sc.run(t)
+	if depth < MaxDecodeDepth && len(sc.found) < len(sc.s.detectors) {
+		decodings(t, &sc.budget, func(d string) { sc.segment(d, depth+1) })
+	}
+}
+
+// run applies every detector that has not fired yet to t.
+func (sc *scan) run(t string) {
+	lower := asciiLower(t)
+	s := sc.s
+	// One pass over the text finds every start of every built-in detector.
+	for p := 0; p+1 < len(lower); p++ {
+		c := lower[p]
+		if !s.idx.first[c] {
+			continue
+		}
+		pair := uint16(c)<<8 | uint16(lower[p+1])
+		if s.idx.pairs[pair>>6]&(1<<(pair&63)) == 0 {
+			continue
+		}
+		for _, ref := range s.idx.refs[pair] {
+			d := s.detectors[ref.det]
+			if !strings.HasPrefix(lower[p:], ref.kw) || sc.has(d.name) {
+				continue
+			}
+			if d.tryAt(t, lower, p) {
+				sc.found = append(sc.found, Finding{Detector: d.name, Category: d.category})
+			}
+		}
+	}
+	for _, d := range s.detectors {
+		if d.starts == nil && !sc.has(d.name) && d.matchIn(t) {
+			sc.found = append(sc.found, Finding{Detector: d.name, Category: d.category})
+		}
+	}
+	// Secrets first, then by rule pack order, whatever order they fired in.
+	slices.SortStableFunc(sc.found, func(a, b Finding) int { return int(a.Category) - int(b.Category) })
+}
+
+// startIndex finds the detectors' start words in one pass: a filter on the
+// first byte, a bitset on the first two bytes, then the candidates.
+type startIndex struct {
+	first [256]bool
+	pairs [65536 / 64]uint64
+	refs  map[uint16][]startRef
+}
+
+type startRef struct {
+	det int
+	kw  string
+}
+
+func newStartIndex(ds []*detector) startIndex {
+	x := startIndex{refs: map[uint16][]startRef{}}
+	for i, d := range ds {
+		for _, kw := range d.starts {
+			if len(kw) < 2 {
+				panic("inspect: start words need two bytes") // built-ins only; a programming error
+			}
+			pair := uint16(kw[0])<<8 | uint16(kw[1])
+			x.first[kw[0]] = true
+			x.pairs[pair>>6] |= 1 << (pair & 63)
+			x.refs[pair] = append(x.refs[pair], startRef{i, kw})
+		}
+	}
+	return x
+}
+
+func asciiLower(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r >= 'A' && r <= 'Z' })
+	if i < 0 {
+		return s
+	}
+	b := []byte(s)
+	for j := i; j < len(b); j++ {
+		if c := b[j]; c >= 'A' && c <= 'Z' {
+			b[j] = c + 32
+		}
+	}
+	return string(b)
+}
+
+// tryAt tries d at a start found at p (lower is t with ASCII lower-cased,
+// byte for byte, so offsets agree).
+func (d *detector) tryAt(t, lower string, p int) bool {
+	if d.boundary && p > 0 && isWord(lower[p-1]) {
+		return false
+	}
+	end := min(len(t), p+d.span)
+	if d.onLower {
+		// Injection phrases do not cross a sentence or a paragraph: stop
+		// at ". " or a blank line (a URL's dots have no space after them;
+		// a single newline is read straight through, so it is no cut).
+		if i := sentenceEnd(lower[p:end]); i >= 0 {
+			end = p + i
+		}
+	}
+	near := end
+	if d.needsWithin > 0 {
+		near = min(end, p+d.needsWithin)
+	}
+	if d.needs != nil && !slices.ContainsFunc(d.needs, func(n string) bool { return strings.Contains(lower[p:near], n) }) {
+		return false
+	}
+	if d.onLower {
+		return d.matchIn(lower[p:end])
+	}
+	return d.matchIn(t[p:end])
+}
+
+// sentenceEnd returns the offset of the first blank line or of a period
+// followed by white space in s, or -1.
+func sentenceEnd(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\n':
+			if i+1 < len(s) && s[i+1] == '\n' {
+				return i
+			}
+		case '.':
+			if i+1 < len(s) && (s[i+1] == ' ' || s[i+1] == '\t' || s[i+1] == '\r' || s[i+1] == '\n') {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
+
+func isWord(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+}
+
+func (d *detector) matchIn(t string) bool {
+	if d.valid == nil {
+		return d.re.MatchString(t)
+	}
+	for _, m := range d.re.FindAllStringSubmatchIndex(t, -1) {
+		g := d.secretGroup
+		if m[2*g] >= 0 && d.valid(t[m[2*g]:m[2*g+1]]) {
+			return true
+		}
+	}
+	return false
+}
+
+// Redact returns text with every secret the detectors find in it, as
+// written, replaced by "[REDACTED:<detector>]". It works on the literal text
+// (secrets hidden by encoding or invisible characters are not rewritten, but
+// ScanText still finds them), for logs and warn-mode records.
+func (s *Scanner) Redact(text string) string {
+	for _, d := range s.detectors {
+		if d.category != Secret {
+			continue
+		}
+		text = d.redact(text)
+	}
+	return text
+}
+
+func (d *detector) redact(text string) string {
+	ms := d.full.FindAllStringSubmatchIndex(text, -1)
+	if len(ms) == 0 {
+		return text
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range ms {
+		lo, hi := m[0], m[1]
+		if g := d.secretGroup; g > 0 {
+			if m[2*g] < 0 {
+				continue
+			}
+			lo, hi = m[2*g], m[2*g+1]
+		}
+		if d.valid != nil && !d.valid(text[lo:hi]) {
+			continue
+		}
+		b.WriteString(text[last:lo])
+		b.WriteString("[REDACTED:" + d.name + "]")
+		last = hi
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}

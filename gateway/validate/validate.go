@@ -1,0 +1,135 @@
+// Package validate checks a gateway configuration the way `bastion serve`
+// would load it and prints the effective policy, for `bastion validate`.
+//
+// The effective policy is printed per server for the tools the file itself
+// names (a server's tools list and rule match globs without wildcards);
+// validate does not connect to upstreams, so tools known only at run time
+// are not listed.
+package validate
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/bastion-mcp/bastion/gateway"
+	"github.com/bastion-mcp/bastion/gateway/config"
+	"github.com/bastion-mcp/bastion/gateway/inspect"
+	"github.com/bastion-mcp/bastion/gateway/pattern"
+	"github.com/bastion-mcp/bastion/gateway/policy"
+	"github.com/bastion-mcp/bastion/gateway/ratelimit"
+)
+
+// File loads the configuration at path, builds every gate from it, and
+// writes a summary and the effective policy to w. A problem is returned as
+// the error (a config.Errors with lines when the file is at fault).
+func File(path string, w io.Writer) error {
+	f, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	pol, err := policy.New(f)
+	if err != nil {
+		return &config.Error{File: path, Msg: err.Error()}
+	}
+	if _, _, err := inspect.FromConfig(f.Inspect); err != nil {
+		return &config.Error{File: path, Key: "inspect", Msg: err.Error()}
+	}
+	if _, err := ratelimit.New(ratelimit.FromConfig(f.RateLimit)); err != nil {
+		return &config.Error{File: path, Key: "ratelimit", Msg: err.Error()}
+	}
+	Report(w, path, f, pol)
+	return nil
+}
+
+// Report writes the summary and effective policy of a loaded configuration.
+func Report(w io.Writer, path string, f *config.File, pol *policy.Policy) {
+	mode := f.Inspect.Mode
+	if mode == "" {
+		mode = config.ModeWarn
+	}
+	pinMode := f.Pin.Mode
+	if pinMode == "" {
+		pinMode = config.PinStrict
+	}
+	fmt.Fprintf(w, "ok: %s — %d server(s), %d rule(s), inspect %s, pin %s, rate limits %s\n",
+		path, len(f.Servers), len(f.Policy.Rules), mode, pinMode, limits(f.RateLimit))
+	if f.Gateway.Profile != "" {
+		fmt.Fprintf(w, "active profile: %s\n", f.Gateway.Profile)
+	}
+	known := knownTools(f)
+	for _, name := range slices.Sorted(maps.Keys(f.Servers)) {
+		s := f.Servers[name]
+		ns := s.NamespaceOf(name)
+		fmt.Fprintf(w, "\nserver %s (%s, namespace %s, timeout %s)", name, s.Kind, ns, f.TimeoutOr(s))
+		if s.Profile != "" {
+			fmt.Fprintf(w, " profile %s", s.Profile)
+		}
+		fmt.Fprintln(w)
+		tools := known[name]
+		if len(tools) == 0 {
+			fmt.Fprintf(w, "  (no tools named in the file; list them in [server.%s] tools = [...] to see their policy)\n", name)
+			continue
+		}
+		for _, t := range tools {
+			fmt.Fprintf(w, "  %s\n", gateway.QualifiedName(ns, t))
+			for _, line := range pol.Explain(name, t) {
+				fmt.Fprintf(w, "    %s\n", line)
+			}
+		}
+	}
+}
+
+func limits(r config.RateLimit) string {
+	var parts []string
+	for _, b := range []struct {
+		name string
+		b    *config.Bucket
+	}{{"global", r.Global}, {"per principal", r.PerPrincipal}, {"per tool", r.PerTool}} {
+		if b.b != nil {
+			parts = append(parts, fmt.Sprintf("%s %g/s burst %d", b.name, b.b.Rate, b.b.Burst))
+		}
+	}
+	if len(parts) == 0 {
+		return "off"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// knownTools collects, per server, the tools the file names: its tools
+// list and every wildcard-free SERVER__TOOL in a rule's match.
+func knownTools(f *config.File) map[string][]string {
+	out := map[string][]string{}
+	add := func(s, t string) {
+		if !slices.Contains(out[s], t) {
+			out[s] = append(out[s], t)
+		}
+	}
+	for name, s := range f.Servers {
+		for _, t := range s.Tools {
+			add(name, t)
+		}
+	}
+	for _, r := range f.Policy.Rules {
+		for _, m := range r.Match {
+			g, err := pattern.CompileGlob(m)
+			if err != nil {
+				continue
+			}
+			lit, ok := g.Literal()
+			if !ok {
+				continue
+			}
+			srv, tool, ok := strings.Cut(lit, gateway.Separator)
+			if _, known := f.Servers[srv]; ok && known && tool != "" {
+				add(srv, tool)
+			}
+		}
+	}
+	for s := range out {
+		slices.Sort(out[s])
+	}
+	return out
+}
