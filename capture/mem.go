@@ -1,0 +1,124 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Memory is the resident memory of the browser's process tree, in bytes.
+type Memory struct {
+	Processes int   // the browser and its descendants (renderers, GPU, network, zygotes)
+	RSS       int64 // sum of VmRSS now; shared pages are counted in each process
+	PSS       int64 // sum of Pss now (shared pages split among their sharers); 0 when unreadable
+	HWM       int64 // sum of VmHWM (each process's own peak); an upper bound of the tree's peak
+}
+
+// Memory reads /proc for the current browser's process tree. It returns the
+// zero Memory when no browser runs or /proc is unavailable (non-Linux).
+func (p *Pool) Memory() Memory {
+	return treeMemory(p.BrowserPID())
+}
+
+// treeMemory sums VmRSS and VmHWM over root and its descendants.
+func treeMemory(root int) Memory {
+	var m Memory
+	if root <= 0 {
+		return m
+	}
+	children := map[int][]int{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return m
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp := parentPID(pid); pp > 0 {
+			children[pp] = append(children[pp], pid)
+		}
+	}
+	stack := []int{root}
+	for len(stack) > 0 {
+		pid := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		rss, hwm, ok := statusMemory(pid)
+		if !ok {
+			continue
+		}
+		m.Processes++
+		m.RSS += rss
+		m.HWM += hwm
+		m.PSS += pss(pid)
+		stack = append(stack, children[pid]...)
+	}
+	return m
+}
+
+// parentPID reads the fourth field of /proc/pid/stat; the command name in
+// field two may hold spaces and parentheses, so parsing starts after the
+// last ')'.
+func parentPID(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	pp, _ := strconv.Atoi(f[1])
+	return pp
+}
+
+// statusMemory reads VmRSS and VmHWM (kB in the file) from /proc/pid/status.
+func statusMemory(pid int) (rss, hwm int64, ok bool) {
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "VmRSS:"):
+			rss = kB(line)
+		case strings.HasPrefix(line, "VmHWM:"):
+			hwm = kB(line)
+		}
+	}
+	return rss, hwm, true
+}
+
+func kB(line string) int64 {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(f[1], 10, 64)
+	return n * 1024
+}
+
+// pss reads the proportional set size from /proc/pid/smaps_rollup.
+func pss(pid int) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.HasPrefix(line, "Pss:") {
+			return kB(line)
+		}
+	}
+	return 0
+}

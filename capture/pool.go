@@ -1,0 +1,236 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Options configure a Pool. The zero value of every field except ProxyAddr
+// means its default.
+type Options struct {
+	// Chrome is the browser executable; "" means FindChrome().
+	Chrome string
+	// ProxyAddr is the egress proxy, "127.0.0.1:PORT". Required: the browser
+	// is never launched without a proxy, so it has no direct way out.
+	ProxyAddr string
+	// MaxConcurrent bounds the captures that run at once; 0 means 3.
+	MaxConcurrent int
+	// Budget bounds one capture from opening its tab to its screenshot;
+	// 0 means 20 s.
+	Budget time.Duration
+	// MaxHeight caps the full-page screenshot, in CSS pixels; 0 means 8000.
+	MaxHeight int
+	// Logger receives browser lifecycle events; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 3
+	}
+	if o.Budget <= 0 {
+		o.Budget = 20 * time.Second
+	}
+	if o.MaxHeight <= 0 {
+		o.MaxHeight = 8000
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// startTimeout bounds the launch of one browser process.
+const startTimeout = 30 * time.Second
+
+// ErrClosed is returned by Capture after Close.
+var ErrClosed = errors.New("capture: pool closed")
+
+// Pool shares one Chromium process among captures. It is safe for
+// concurrent use.
+type Pool struct {
+	// Set once by NewPool.
+	opts   Options
+	ctx    context.Context // the pool's lifetime; cancelled by Close
+	cancel context.CancelFunc
+	sem    chan struct{} // one token per running capture
+
+	mu      sync.Mutex // guards the fields below
+	cur     *browser   // nil before the first capture and after a crash
+	closed  bool
+	started int // browsers launched, for tests and metrics
+}
+
+// browser is one Chromium process and the chromedp context that owns it.
+type browser struct {
+	ctx    context.Context // done when the process is gone
+	cancel context.CancelFunc
+	pid    int
+}
+
+// NewPool checks opts and returns a pool. The browser is launched lazily by
+// the first Capture (or by Warm); ctx bounds the pool's whole life.
+func NewPool(ctx context.Context, opts Options) (*Pool, error) {
+	if opts.ProxyAddr == "" {
+		return nil, errors.New("capture: Options.ProxyAddr is required (the browser has no other way out)")
+	}
+	if opts.Chrome == "" {
+		p, err := FindChrome()
+		if err != nil {
+			return nil, err
+		}
+		opts.Chrome = p
+	}
+	opts = opts.withDefaults()
+	pctx, cancel := context.WithCancel(ctx)
+	return &Pool{opts: opts, ctx: pctx, cancel: cancel, sem: make(chan struct{}, opts.MaxConcurrent)}, nil
+}
+
+// Warm launches the browser now, so the first capture does not pay for it.
+func (p *Pool) Warm(ctx context.Context) error {
+	_, err := p.browser(ctx)
+	return err
+}
+
+// Close stops the browser and waits for it to exit. Captures in flight fail.
+func (p *Pool) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	b := p.cur
+	p.cur = nil
+	p.mu.Unlock()
+	if b != nil {
+		b.cancel()
+	}
+	p.cancel()
+	return nil
+}
+
+// Launches reports how many browser processes the pool has started.
+func (p *Pool) Launches() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started
+}
+
+// BrowserPID returns the process id of the current browser, or 0 when none
+// runs.
+func (p *Pool) BrowserPID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil || p.cur.ctx.Err() != nil {
+		return 0
+	}
+	return p.cur.pid
+}
+
+// browser returns the running browser, launching one when there is none or
+// the last one died.
+func (p *Pool) browser(ctx context.Context) (*browser, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrClosed
+	}
+	if p.cur != nil && p.cur.ctx.Err() == nil {
+		return p.cur, nil
+	}
+	b, err := p.launchLocked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.cur = b
+	p.started++
+	return b, nil
+}
+
+// retire forgets b if it is still current, so the next call launches a new
+// browser, and stops it.
+func (p *Pool) retire(b *browser) {
+	p.mu.Lock()
+	if p.cur == b {
+		p.cur = nil
+	}
+	p.mu.Unlock()
+	b.cancel()
+}
+
+// launchLocked starts a Chromium process. Holding mu while launching makes
+// concurrent captures that find no browser wait for this one instead of
+// each launching their own.
+func (p *Pool) launchLocked(ctx context.Context) (*browser, error) {
+	proxy := "http://" + p.opts.ProxyAddr
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(p.opts.Chrome),
+		chromedp.NoSandbox, // runs as root in containers; the network boundary is the proxy
+		chromedp.DisableGPU,
+		chromedp.Flag("proxy-server", proxy),
+		// Without this Chromium sends loopback requests direct, around the proxy.
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+		chromedp.Flag("dns-prefetch-disable", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-domain-reliability", true),
+		chromedp.Flag("no-pings", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("mute-audio", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("font-render-hinting", "none"),
+		chromedp.Flag("disable-lcd-text", true),
+		chromedp.Flag("force-device-scale-factor", "1"),
+		// The user data directory is a fresh temporary one per process:
+		// chromedp creates it when no user-data-dir flag is given and removes
+		// it when the process exits.
+	)
+	actx, acancel := chromedp.NewExecAllocator(p.ctx, opts...)
+	bctx, bcancel := chromedp.NewContext(actx)
+	cancel := func() { bcancel(); acancel() }
+
+	// The first Run binds the browser's life to its context, so it must be
+	// bctx itself; a timer bounds the launch instead of a deadline.
+	timer := time.AfterFunc(startTimeout, cancel)
+	stop := context.AfterFunc(ctx, cancel)
+	err := chromedp.Do(bctx)
+	timer.Stop()
+	stop()
+	if err != nil {
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("capture: launch browser: %w", err)
+	}
+	b := &browser{ctx: bctx, cancel: cancel}
+	if c := chromedp.FromContext(bctx); c != nil && c.Browser != nil {
+		if proc := c.Browser.Process(); proc != nil {
+			b.pid = proc.Pid
+		}
+	}
+	p.opts.Logger.Debug("capture: browser launched", "pid", b.pid)
+	return b, nil
+}
+
+// acquire takes a concurrency token, or fails when ctx ends or the pool
+// closes first.
+func (p *Pool) acquire(ctx context.Context) error {
+	select {
+	case p.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.ctx.Done():
+		return ErrClosed
+	}
+}
+
+func (p *Pool) release() { <-p.sem }

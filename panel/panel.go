@@ -1,0 +1,162 @@
+// Package panel renders a review result as one self-contained HTML page for
+// a human to read: findings with their evidence, coverage and page health.
+//
+// Invariants: the page runs no script and fetches nothing (a
+// Content-Security-Policy of default-src 'none' says so to the browser; the
+// evidence crops are inline data: URIs); every page-derived string (titles,
+// descriptions, selectors, facts, console errors, URLs) goes through
+// html/template's contextual escaping, so nothing captured from a page
+// becomes markup.
+package panel
+
+import (
+	"cmp"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/bastion-mcp/bastion/engine"
+)
+
+// Meta is what the panel says about the review besides its result.
+type Meta struct {
+	URL       string    // the reviewed URL
+	Generated time.Time // shown as is; the zero time is omitted (deterministic output)
+}
+
+// Render writes the panel for res to w. Identical input gives identical
+// bytes.
+func Render(w io.Writer, res *engine.Result, meta Meta) error {
+	if res == nil {
+		return fmt.Errorf("panel: nil result")
+	}
+	ev := map[string]engine.Evidence{}
+	for _, e := range res.Evidence {
+		ev[e.ID] = e
+	}
+	v := view{Meta: meta, Result: res, Counts: map[engine.Severity]int{}}
+	if !meta.Generated.IsZero() {
+		v.Generated = meta.Generated.UTC().Format(time.RFC3339)
+	}
+	for _, f := range res.Findings {
+		v.Counts[f.Severity]++
+		fv := findingView{Finding: f}
+		for _, k := range slices.Sorted(maps.Keys(f.Facts)) {
+			fv.Facts = append(fv.Facts, fact{Name: k, Value: factString(f.Facts[k])})
+		}
+		if e, ok := ev[f.EvidenceID]; ok && e.MIMEType == "image/png" && len(e.Data) > 0 {
+			// The bytes are ours (a PNG crop we encoded), base64 has no
+			// characters that need escaping, so the URI is safe as an img src.
+			fv.Evidence = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(e.Data))
+		}
+		v.Findings = append(v.Findings, fv)
+	}
+	for _, s := range []engine.Severity{engine.Blocker, engine.Major, engine.Minor, engine.Nit} {
+		v.Summary = append(v.Summary, countView{Severity: s, N: v.Counts[s]})
+	}
+	v.Health = slices.Clone(res.Health)
+	slices.SortStableFunc(v.Health, func(a, b engine.PageHealth) int {
+		return cmp.Or(cmp.Compare(a.Route, b.Route), cmp.Compare(a.Viewport, b.Viewport))
+	})
+	return page.Execute(w, v)
+}
+
+type view struct {
+	Meta      Meta
+	Generated string
+	Result    *engine.Result
+	Counts    map[engine.Severity]int
+	Summary   []countView
+	Findings  []findingView
+	Health    []engine.PageHealth
+}
+
+type countView struct {
+	Severity engine.Severity
+	N        int
+}
+
+type findingView struct {
+	engine.Finding
+	Facts    []fact
+	Evidence template.URL
+}
+
+type fact struct{ Name, Value string }
+
+func factString(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+var page = template.Must(template.New("panel").Funcs(template.FuncMap{
+	"ms": func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>bastion review: {{.Result.Grade}}</title>
+<style>
+body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}
+header,section{max-width:1100px;margin:0 auto;padding:16px 24px}
+header{border-bottom:1px solid #d0d4da;background:#fff;max-width:none}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:24px 0 8px}
+.grade{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600;background:#e4e7eb}
+.grade-ship{background:#d3f5dc}.grade-ship_with_nits{background:#e6f4d0}.grade-needs_work{background:#ffe7c2}.grade-blocked{background:#ffd6d6}
+.sev{display:inline-block;min-width:56px;text-align:center;padding:0 6px;border-radius:4px;font-size:12px;font-weight:600;text-transform:uppercase}
+.sev-blocker{background:#b3261e;color:#fff}.sev-major{background:#c75a00;color:#fff}.sev-minor{background:#f2d36b;color:#1b1f24}.sev-nit{background:#d0d4da;color:#1b1f24}
+.finding{background:#fff;border:1px solid #d0d4da;border-radius:6px;margin:12px 0;padding:12px 16px}
+.finding h3{font-size:16px;margin:0 0 6px}
+code{font:13px ui-monospace,monospace;background:#eef0f3;padding:1px 4px;border-radius:3px;word-break:break-all}
+table{border-collapse:collapse}td,th{padding:2px 10px 2px 0;text-align:left;vertical-align:top;font-size:14px}
+img{max-width:100%;border:1px solid #d0d4da;margin-top:8px}
+.muted{color:#5b6470}.fix{background:#eef6ff;border-left:3px solid #0b5fff;padding:6px 10px;margin:8px 0}
+ul{margin:4px 0;padding-left:20px}
+</style></head>
+<body>
+<header>
+<h1>Design review <span class="grade grade-{{.Result.Grade}}">{{.Result.Grade}}</span></h1>
+<div class="muted">{{.Meta.URL}}{{if .Generated}} · {{.Generated}}{{end}}</div>
+<div>{{range .Summary}}<span class="sev sev-{{.Severity}}">{{.Severity}}</span> {{.N}} &nbsp; {{end}}</div>
+</header>
+<section>
+<h2>Findings ({{len .Findings}})</h2>
+{{if not .Findings}}<p>No findings.</p>{{end}}
+{{range .Findings}}<div class="finding" id="{{.ID}}">
+<h3><span class="sev sev-{{.Severity}}">{{.Severity}}</span> {{.Title}}{{if .Advisory}} <span class="muted">(advisory)</span>{{end}}</h3>
+<div class="muted"><code>{{.Kind}}</code> on <code>{{.Route}}</code> at {{range $i, $v := .Viewports}}{{if $i}}, {{end}}{{$v}}{{end}} · <code>{{.Selector}}</code> · {{.ID}}</div>
+<p>{{.Description}}</p>
+{{if .Facts}}<table>{{range .Facts}}<tr><th>{{.Name}}</th><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
+{{if .Fix}}<div class="fix"><strong>Fix:</strong> {{.Fix}}</div>{{end}}
+{{if .Evidence}}<img alt="evidence for {{.ID}}" src="{{.Evidence}}">{{end}}
+</div>{{end}}
+<h2>Coverage</h2>
+<table>
+<tr><th>Routes reviewed</th><td>{{range .Result.Coverage.RoutesReviewed}}<code>{{.}}</code> {{else}}none{{end}} <span class="muted">of {{len .Result.Coverage.RoutesRequested}}</span></td></tr>
+<tr><th>Viewports reviewed</th><td>{{range .Result.Coverage.ViewportsReviewed}}{{.}} {{else}}none{{end}}</td></tr>
+<tr><th>Checks run</th><td>{{range .Result.Coverage.ChecksRun}}<code>{{.}}</code> {{else}}none{{end}}</td></tr>
+<tr><th>Design tokens</th><td>{{.Result.TokensFrom}}</td></tr>
+</table>
+{{if .Result.Coverage.Skipped}}<h3>Not reviewed</h3><ul>{{range .Result.Coverage.Skipped}}<li><code>{{.What}}</code>: {{.Reason}}</li>{{end}}</ul>{{end}}
+{{if .Result.Coverage.ChecksOff}}<h3>Checks off</h3><ul>{{range .Result.Coverage.ChecksOff}}<li><code>{{.What}}</code>: {{.Reason}}</li>{{end}}</ul>{{end}}
+<h2>Page health</h2>
+{{range .Health}}<div class="finding"><strong><code>{{.Route}}</code> at {{.Viewport}}</strong> <span class="muted">HTTP {{.StatusCode}} · {{ms .CaptureDuration}}</span>
+{{if .ConsoleErrors}}<div>Console errors:<ul>{{range .ConsoleErrors}}<li><code>{{.}}</code></li>{{end}}</ul></div>{{end}}
+{{if .Failed}}<div>Failed requests:<ul>{{range .Failed}}<li><code>{{.URL}}</code> {{.Code}}</li>{{end}}</ul></div>{{end}}
+{{if .EgressBlocked}}<div>Blocked by the egress guard:<ul>{{range .EgressBlocked}}<li><code>{{.URL}}</code> {{.Code}}</li>{{end}}</ul></div>{{end}}
+{{if .FontsNotLoaded}}<div>Fonts that did not load: {{range .FontsNotLoaded}}<code>{{.}}</code> {{end}}</div>{{end}}
+</div>{{else}}<p>No pages were loaded.</p>{{end}}
+</section>
+</body></html>
+`))

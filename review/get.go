@@ -1,0 +1,103 @@
+package review
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/store"
+)
+
+// lookup returns p's job id, or JOB_NOT_FOUND (unknown, another tenant's or
+// another principal's: indistinguishable on purpose) or JOB_EXPIRED.
+func (s *Service) lookup(ctx context.Context, p principal.Principal, id, notFoundMsg, internalMsg string) (*store.Job, error) {
+	if err := checkKey("job_id", id, 8); err != nil {
+		return nil, err
+	}
+	j, err := s.store.JobGet(ctx, p.Tenant(), id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && j.PrincipalID != p.ID()) {
+		return nil, fault.New(fault.JobNotFound, "%s", notFoundMsg)
+	}
+	if err != nil {
+		return nil, fault.From(err, internalMsg)
+	}
+	if !s.now().Before(j.ExpiresAt) {
+		return nil, fault.New(fault.JobExpired, "job %s has expired", id)
+	}
+	return j, nil
+}
+
+// Get returns a job and, for a completed one, the data its view asks for.
+// Reads cost no units. Requires reviews:read.
+func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams) (*GetResult, error) {
+	if err := authorize(p, principal.ReviewsRead, "reading a review"); err != nil {
+		return nil, err
+	}
+	if in == nil {
+		return nil, invalid("arguments", "are required")
+	}
+	view := in.View
+	switch view {
+	case "":
+		view = ViewSummary
+	case ViewStatus, ViewSummary, ViewFindings, ViewFocus, ViewEvidence:
+	default:
+		return nil, invalid("view", "must be status, summary, findings, focus or evidence")
+	}
+	if err := checkKey("job_id", in.JobID, 8); err != nil {
+		return nil, err
+	}
+	j, err := s.lookup(ctx, p, in.JobID, "no job with id "+in.JobID, msgGetFailed)
+	if err != nil {
+		return nil, err
+	}
+	out := &GetResult{SchemaVersion: SchemaVersion, Job: s.jobView(j, false)}
+	if view == ViewStatus || j.State != store.Completed {
+		return out, nil
+	}
+	switch j.Kind {
+	case store.KindRecheck:
+		var rep RecheckReport
+		if err := json.Unmarshal(j.Result, &rep); err != nil {
+			return nil, fault.Wrap(err, fault.InternalError, msgGetFailed)
+		}
+		out.Recheck = &rep
+	case store.KindReview:
+		res, err := decodeResult(j)
+		if err != nil {
+			return nil, fault.Wrap(err, fault.InternalError, msgGetFailed)
+		}
+		if view == ViewFocus {
+			res.Findings = slices.DeleteFunc(res.Findings, func(f engine.Finding) bool { return f.Severity == engine.Nit })
+		}
+		out.Review = res
+		if view == ViewEvidence {
+			ev, err := s.store.EvidenceList(ctx, p.Tenant(), j.ID)
+			if err != nil {
+				return nil, fault.From(err, msgGetFailed)
+			}
+			for _, e := range ev {
+				out.Evidence = append(out.Evidence, engine.Evidence{ID: e.ID, MIMEType: e.MIMEType, Data: e.Data})
+			}
+		}
+	}
+	return out, nil
+}
+
+// decodeResult returns a fresh copy of a completed review's result.
+func decodeResult(j *store.Job) (*engine.Result, error) {
+	var res engine.Result
+	if err := json.Unmarshal(j.Result, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v) // cannot fail: plain structs of strings
+	return b
+}

@@ -1,0 +1,246 @@
+// Package sqlite is the embedded store.Store: one SQLite file (pure-Go
+// modernc.org/sqlite) in bastion's data directory that holds bastion's tables
+// and River's, so a review row and its River job commit in one transaction.
+//
+// Invariants: the schema is migrated at Open from embedded, SHA-256-pinned
+// files, each applied once in order; a file changed after it was applied makes
+// Open fail, and a newer migration id already in the database (written by a
+// newer binary) is tolerated. Every write transaction begins IMMEDIATE and the
+// pool holds one connection, so writers in one process queue in Go and writers
+// in several processes queue on SQLite's busy timeout instead of failing with
+// SQLITE_BUSY.
+//
+// Limits: SQLite allows one writer at a time; this adapter is for one machine.
+// Beyond that, use the Postgres adapter.
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+//go:embed migrations/*.sql
+var embedded embed.FS
+
+// FileName is the database file's name inside a data directory.
+const FileName = "bastion.db"
+
+// Options tunes Open. The zero value is the production default.
+type Options struct {
+	// BusyTimeout is how long a statement waits for another process's write
+	// lock before failing. Zero means 10s.
+	BusyTimeout time.Duration
+	// Migrations replaces the embedded migrations (files named NNNN_name.sql
+	// at the root of the FS). Nil means the embedded set; tests use it.
+	Migrations fs.FS
+	// Logger receives River migration logs. Nil discards them.
+	Logger *slog.Logger
+}
+
+// DB is a store.Store on one SQLite file. It is safe for concurrent use.
+type DB struct {
+	db *sql.DB
+}
+
+// DefaultDataDir returns bastion's data directory: $XDG_DATA_HOME/bastion, or
+// ~/.local/share/bastion when XDG_DATA_HOME is unset or not absolute.
+func DefaultDataDir() (string, error) {
+	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "bastion"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("store/sqlite: no data directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "bastion"), nil
+}
+
+// PathIn returns the database path inside dataDir.
+func PathIn(dataDir string) string { return filepath.Join(dataDir, FileName) }
+
+// Open opens (creating if needed) the database at path, migrates bastion's and
+// River's schemas, and returns the store. The parent directory is created
+// with mode 0700.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("store/sqlite: invalid database path %q", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store/sqlite: create data directory: %w", err)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
+	}
+	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate",
+		path, busy.Milliseconds())
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store/sqlite: open: %w", err)
+	}
+	// One connection: River and bastion share it, so in-process writers queue
+	// in database/sql rather than colliding on SQLite's single write lock.
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxIdleTime(0)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store/sqlite: open: %w", err)
+	}
+	migs := opts.Migrations
+	if migs == nil {
+		sub, err := fs.Sub(embedded, "migrations")
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store/sqlite: %w", err)
+		}
+		migs = sub
+	}
+	if err := migrate(ctx, db, migs); err != nil {
+		db.Close()
+		return nil, err
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	rm, err := rivermigrate.New(riversqlite.New(db), &rivermigrate.Config{Logger: logger})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store/sqlite: river migrator: %w", err)
+	}
+	if _, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store/sqlite: river migrations: %w", err)
+	}
+	return &DB{db: db}, nil
+}
+
+// SQL returns the underlying pool, for River's riversqlite driver. Its one
+// connection is shared: never hold a transaction on it while calling the store.
+func (s *DB) SQL() *sql.DB { return s.db }
+
+// Close closes the database.
+func (s *DB) Close() error { return s.db.Close() }
+
+// migration is one schema file.
+type migration struct {
+	id  string
+	sum string // "sha256:" + hex
+	sql string
+}
+
+func loadMigrations(fsys fs.FS) ([]migration, error) {
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("store/sqlite: list migrations: %w", err)
+	}
+	slices.Sort(names)
+	out := make([]migration, 0, len(names))
+	for _, n := range names {
+		b, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			return nil, fmt.Errorf("store/sqlite: read migration %s: %w", n, err)
+		}
+		sum := sha256.Sum256(b)
+		out = append(out, migration{id: strings.TrimSuffix(n, ".sql"), sum: "sha256:" + hex.EncodeToString(sum[:]), sql: string(b)})
+	}
+	return out, nil
+}
+
+// migrate applies pending migrations in one transaction (IMMEDIATE, so two
+// processes opening at once apply them once).
+func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) (err error) {
+	migs, err := loadMigrations(fsys)
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store/sqlite: migrate: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if _, err = tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		id TEXT PRIMARY KEY, sha256 TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("store/sqlite: migrate: %w", err)
+	}
+	applied := map[string]string{}
+	rows, err := tx.QueryContext(ctx, `SELECT id, sha256 FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("store/sqlite: migrate: %w", err)
+	}
+	for rows.Next() {
+		var id, sum string
+		if err = rows.Scan(&id, &sum); err != nil {
+			rows.Close()
+			return fmt.Errorf("store/sqlite: migrate: %w", err)
+		}
+		applied[id] = sum
+	}
+	if err = rows.Close(); err != nil {
+		return fmt.Errorf("store/sqlite: migrate: %w", err)
+	}
+	// Verify every applied migration this binary knows before applying any:
+	// a changed history means the schema is not what the code expects.
+	// Applied ids this binary does not know came from a newer binary and are
+	// tolerated, so a rollback keeps working.
+	for _, m := range migs {
+		if sum, ok := applied[m.id]; ok && sum != m.sum {
+			return fmt.Errorf("store/sqlite: migration %s was changed after it was applied: database has %s, this binary has %s", m.id, sum, m.sum)
+		}
+	}
+	now := time.Now().UnixMilli()
+	for _, m := range migs {
+		if _, ok := applied[m.id]; ok {
+			continue
+		}
+		if _, err = tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("store/sqlite: apply migration %s: %w", m.id, err)
+		}
+		if _, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (id, sha256, applied_at) VALUES (?, ?, ?)`, m.id, m.sum, now); err != nil {
+			return fmt.Errorf("store/sqlite: record migration %s: %w", m.id, err)
+		}
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("store/sqlite: migrate: %w", err)
+	}
+	return nil
+}
+
+// ms stores a time as unix milliseconds; the zero time is 0.
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromMS is the inverse of ms, in UTC.
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+var errNilParams = errors.New("store/sqlite: nil params")

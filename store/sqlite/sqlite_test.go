@@ -1,0 +1,130 @@
+package sqlite_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/bastion-mcp/bastion/store"
+	"github.com/bastion-mcp/bastion/store/sqlite"
+	"github.com/bastion-mcp/bastion/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Exercise(t, func(t *testing.T) store.Store {
+		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db", sqlite.FileName), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+}
+
+// migrationsFS returns the shipped migrations as a mutable map.
+func migrationsFS(t *testing.T) fstest.MapFS {
+	t.Helper()
+	m := fstest.MapFS{}
+	err := fs.WalkDir(osDirFS("migrations"), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(osDirFS("migrations"), p)
+		m[p] = &fstest.MapFile{Data: b}
+		return err
+	})
+	if err != nil || len(m) == 0 {
+		t.Fatalf("read migrations: %v (%d files)", err, len(m))
+	}
+	return m
+}
+
+func TestMigrationsPinned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), sqlite.FileName)
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	t.Run("ReopenIsNoop", func(t *testing.T) {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		db.SQL().QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
+		db.Close()
+		if want := len(migrationsFS(t)); n != want {
+			t.Fatalf("schema_migrations has %d rows, want %d", n, want)
+		}
+	})
+	t.Run("ChangedHistoryFails", func(t *testing.T) {
+		m := migrationsFS(t)
+		first := m["0001_jobs.sql"]
+		m["0001_jobs.sql"] = &fstest.MapFile{Data: append(append([]byte{}, first.Data...), []byte("\n-- edited\n")...)}
+		_, err := sqlite.Open(ctx, path, sqlite.Options{Migrations: m})
+		if err == nil || !strings.Contains(err.Error(), "migration 0001_jobs was changed after it was applied") {
+			t.Fatalf("err = %v, want a changed-migration error", err)
+		}
+	})
+	t.Run("NewerIDTolerated", func(t *testing.T) {
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.SQL().Exec(`INSERT INTO schema_migrations (id, sha256, applied_at) VALUES ('9999_from_the_future', 'sha256:00', 0)`); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		db, err = sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatalf("newer migration id not tolerated: %v", err)
+		}
+		db.Close()
+	})
+	t.Run("NewFileApplied", func(t *testing.T) {
+		m := migrationsFS(t)
+		m["0500_extra.sql"] = &fstest.MapFile{Data: []byte(`CREATE TABLE extra (tenant_id TEXT NOT NULL PRIMARY KEY);`)}
+		db, err := sqlite.Open(ctx, path, sqlite.Options{Migrations: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.SQL().Exec(`INSERT INTO extra (tenant_id) VALUES ('t')`); err != nil {
+			t.Fatalf("new migration not applied: %v", err)
+		}
+	})
+}
+
+func TestDefaultDataDir(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", "/xdg")
+	if d, err := sqlite.DefaultDataDir(); err != nil || d != "/xdg/bastion" {
+		t.Fatalf("DefaultDataDir = %q, %v", d, err)
+	}
+	t.Setenv("XDG_DATA_HOME", "relative")
+	t.Setenv("HOME", "/home/u")
+	if d, err := sqlite.DefaultDataDir(); err != nil || d != "/home/u/.local/share/bastion" {
+		t.Fatalf("DefaultDataDir = %q, %v", d, err)
+	}
+	if p := sqlite.PathIn("/d"); p != "/d/bastion.db" {
+		t.Fatalf("PathIn = %q", p)
+	}
+}
+
+func TestOpenRejectsBadPath(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"", "/tmp/a?mode=memory", "/tmp/a#b"} {
+		if _, err := sqlite.Open(context.Background(), p, sqlite.Options{}); err == nil {
+			t.Errorf("Open(%q) succeeded", p)
+		}
+	}
+}
+
+func osDirFS(dir string) fs.FS { return os.DirFS(dir) }
