@@ -6,6 +6,8 @@ set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || [ -n "${BASTION_CHROME:-}" ] || need+=(chromium)
 [ -d /usr/share/fonts/truetype/noto ] || need+=(fonts-noto-core)
+[ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
+[ -d /usr/share/fonts/truetype/liberation ] || need+=(fonts-liberation)
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 
 if [ ${#need[@]} -eq 0 ]; then

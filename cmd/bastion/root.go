@@ -22,6 +22,7 @@ func newRootCmd() *cobra.Command {
 		newEgressCmd(),
 		newAuditCmd(),
 		newValidateCmd(),
+		newReviewCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root

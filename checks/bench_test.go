@@ -1,0 +1,58 @@
+package checks_test
+
+import (
+	"testing"
+
+	"github.com/bastion-mcp/bastion/checks"
+	"github.com/bastion-mcp/bastion/checks/corpus"
+	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/tokens"
+)
+
+// BenchmarkRun judges a saved dashboard snapshot with tokens.
+func BenchmarkRun(b *testing.B) {
+	c, err := corpus.Load(corpus.Dir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	set, err := tokens.Parse(c.Tokens)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := readGolden(b, goldenName("clean-dashboard.html", engine.Mobile)+".json")
+	b.ReportAllocs()
+	for b.Loop() {
+		checks.Run(s, checks.Config{Tokens: set})
+	}
+}
+
+// BenchmarkCollect measures Collect on a loaded corpus page in a warm tab
+// (the page is loaded once; each iteration re-measures it).
+func BenchmarkCollect(b *testing.B) {
+	for _, page := range []string{"clean-dashboard.html", "clean-article.html"} {
+		b.Run(page, func(b *testing.B) {
+			br := newBrowser(b)
+			base := serveCorpus(b, corpus.Dir())
+			tb := br.newTab(b)
+			defer tb.cancel()
+			tb.snapshot(b, base+"/"+page, engine.Mobile)
+			for b.Loop() {
+				if _, err := checks.Collect(tb.ctx, engine.Mobile); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSnapshot measures a whole capture in a warm browser: navigate,
+// wait for load and fonts, collect.
+func BenchmarkSnapshot(b *testing.B) {
+	br := newBrowser(b)
+	base := serveCorpus(b, corpus.Dir())
+	tb := br.newTab(b)
+	defer tb.cancel()
+	for b.Loop() {
+		tb.snapshot(b, base+"/clean-landing.html", engine.Mobile)
+	}
+}

@@ -1,0 +1,454 @@
+package checks_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/bastion-mcp/bastion/checks"
+	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/tokens"
+)
+
+// page builds a small snapshot by hand: html > body > the given elements,
+// each the child of the element before it unless parent is set.
+type page struct {
+	s *checks.Snapshot
+}
+
+func newPage(vp engine.Viewport) *page {
+	w, h, _ := vp.Size()
+	s := &checks.Snapshot{Viewport: vp, Width: float64(w), Height: float64(h), DocWidth: float64(w), DocHeight: 2000}
+	p := &page{s}
+	p.add(checks.Element{Parent: -1, Tag: "html", Selector: "html", Box: engine.Rect{W: float64(w), H: 2000}})
+	p.add(checks.Element{Parent: 0, Tag: "body", Selector: "body", Box: engine.Rect{W: float64(w), H: 2000}})
+	return p
+}
+
+// add appends e (Parent defaults to body) and returns its index.
+func (p *page) add(e checks.Element) int {
+	e.Index = len(p.s.Elements)
+	if e.Display == "" {
+		e.Display = "block"
+	}
+	if e.Position == "" {
+		e.Position = "static"
+	}
+	if e.FontSize == 0 {
+		e.FontSize = 16
+	}
+	if e.Text != nil && len(e.Text.Rects) == 1 && e.Text.Rects[0] == (engine.Rect{X: 16, Y: 16, W: 200, H: 22}) {
+		e.Text.Rects = []engine.Rect{e.Box} // the text fills the element unless a test says otherwise
+	}
+	p.s.Elements = append(p.s.Elements, e)
+	return e.Index
+}
+
+func text(color string, bg ...checks.Layer) *checks.Text {
+	return &checks.Text{Rects: []engine.Rect{{X: 16, Y: 16, W: 200, H: 22}}, Chars: 20, Weight: 400, Family: "Brand Sans", Color: color, Measured: true, Bg: bg}
+}
+
+func bg(c string) checks.Layer { return checks.Layer{Color: c} }
+
+func kindsOf(fs []engine.Finding, kind string) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Kind == kind {
+			out = append(out, f.Selector)
+		}
+	}
+	return out
+}
+
+func box(x, y, w, h float64) engine.Rect { return engine.Rect{X: x, Y: y, W: w, H: h} }
+
+func TestContrastRules(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Desktop)
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(209, 213, 219)", bg("rgb(255, 255, 255)"))})
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.ok", Box: box(16, 48, 400, 24), Text: text("rgb(75, 85, 99)", bg("rgb(255, 255, 255)"))})
+	// Large text needs only 3:1: #767676-ish at 24px passes, at 16px fails.
+	p.add(checks.Element{Parent: 1, Tag: "h2", Selector: "h2.large", FontSize: 24, Box: box(16, 80, 400, 30), Text: text("rgb(130, 130, 130)", bg("rgb(255, 255, 255)"))})
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.small-grey", Box: box(16, 120, 400, 24), Text: text("rgb(130, 130, 130)", bg("rgb(255, 255, 255)"))})
+	// Disabled controls are exempt.
+	btn := p.add(checks.Element{Parent: 1, Tag: "button", Selector: "button.off", Box: box(16, 160, 120, 48), Control: &checks.Control{Role: "button", Disabled: true, Hit: "self"}})
+	dis := text("rgb(209, 213, 219)", bg("rgb(243, 244, 246)"))
+	dis.Disabled = true
+	p.add(checks.Element{Parent: btn, Tag: "span", Selector: "button.off > span", InControl: &btn, Box: box(24, 170, 80, 24), Text: dis})
+	// Over an image: unknowable, silent.
+	img := text("rgb(255, 255, 255)")
+	img.BgUnknown = "image"
+	p.add(checks.Element{Parent: 1, Tag: "h1", Selector: "h1.hero", Box: box(16, 220, 400, 40), Text: img})
+	// A translucent layer is composited: white text on 20% black over white fails.
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.veil", Box: box(16, 280, 400, 24), Text: text("rgb(255, 255, 255)", bg("rgba(0, 0, 0, 0.2)"), bg("rgb(255, 255, 255)"))})
+	// A gradient with opaque stops is judged at its worst stop, as advisory.
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.grad", Box: box(16, 320, 400, 24), Text: text("rgb(255, 255, 255)", checks.Layer{Gradient: []string{"rgb(17, 24, 39)", "rgb(219, 234, 254)"}})})
+	// Not hit-tested (off to the side): silent.
+	un := text("rgb(209, 213, 219)", bg("rgb(255, 255, 255)"))
+	un.Measured = false
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.unmeasured", Box: box(16, 360, 400, 24), Text: un})
+
+	fs := checks.Run(p.s, checks.Config{})
+	got := kindsOf(fs, checks.KindContrast)
+	want := []string{"p.low", "p.small-grey", "p.veil", "p.grad"}
+	if !slices.Equal(got, want) {
+		t.Errorf("contrast findings = %v; want %v", got, want)
+	}
+	for _, f := range fs {
+		if f.Selector == "p.grad" && !f.Advisory {
+			t.Errorf("gradient finding is not advisory")
+		}
+		if f.Selector == "p.low" {
+			if r := f.Facts["ratio"].(float64); r != 1.47 {
+				t.Errorf("p.low ratio = %v; want 1.47", r)
+			}
+			if f.Severity != engine.Major || f.Fix == "" || f.Viewports[0] != engine.Desktop {
+				t.Errorf("p.low finding = %+v", f)
+			}
+		}
+	}
+}
+
+func TestViewportOverflowBlamesOutermost(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Mobile)
+	main := p.add(checks.Element{Parent: 1, Tag: "main", Selector: "main", Box: box(0, 0, 390, 800)})
+	wide := p.add(checks.Element{Parent: main, Tag: "div", Selector: "div.wide", Box: box(16, 16, 520, 100)})
+	p.add(checks.Element{Parent: wide, Tag: "p", Selector: "div.wide > p", Box: box(16, 16, 500, 24)})
+	// Inside a scroll container: fine.
+	p.add(checks.Element{Parent: main, Tag: "table", Selector: "table.scrolls", InScroller: true, Box: box(16, 200, 640, 100)})
+	// Fixed, clipped, off to the right entirely, transformed: silent.
+	p.add(checks.Element{Parent: main, Tag: "div", Selector: "div.toast", Fixed: true, Box: box(200, 700, 300, 40)})
+	p.add(checks.Element{Parent: main, Tag: "div", Selector: "div.clipped", ClipX: true, Box: box(16, 300, 600, 40)})
+	p.add(checks.Element{Parent: main, Tag: "nav", Selector: "nav.offcanvas", Box: box(390, 0, 300, 800)})
+	// Own text that runs past the edge (a long URL) counts; own text of an
+	// element that clips it (ellipsis) does not.
+	url := text("rgb(0, 0, 0)")
+	url.Rects = []engine.Rect{box(16, 400, 560, 22)}
+	p.add(checks.Element{Parent: main, Tag: "p", Selector: "p.url", Box: box(16, 400, 358, 22), Text: url})
+	el := text("rgb(0, 0, 0)")
+	el.Rects = []engine.Rect{box(16, 440, 560, 22)}
+	p.add(checks.Element{Parent: main, Tag: "p", Selector: "p.ellipsis", OwnClipX: true, Box: box(16, 440, 358, 22), Text: el})
+
+	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindViewportOverflow)
+	if want := []string{"div.wide", "p.url"}; !slices.Equal(got, want) {
+		t.Errorf("viewport_overflow = %v; want %v", got, want)
+	}
+}
+
+func TestContainerEscape(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Desktop)
+	card := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.card", Bounded: true, Box: box(16, 16, 280, 200)})
+	inner := p.add(checks.Element{Parent: card, Tag: "div", Selector: "div.inner", Box: box(16, 16, 280, 150)})
+	chart := p.add(checks.Element{Parent: inner, Tag: "div", Selector: "div.chart", Box: box(40, 40, 320, 120)})
+	p.add(checks.Element{Parent: chart, Tag: "span", Selector: "div.chart > span", Box: box(40, 40, 320, 20)})
+	// Absolutely positioned badges stick out on purpose.
+	p.add(checks.Element{Parent: card, Tag: "span", Selector: "span.badge", Position: "absolute", Box: box(280, 8, 40, 20)})
+	// An unbounded box (no background, border or shadow): nothing visible to escape.
+	plain := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.plain", Box: box(16, 300, 200, 100)})
+	p.add(checks.Element{Parent: plain, Tag: "div", Selector: "div.plain > div", Box: box(16, 300, 260, 100)})
+
+	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindContainerEscape)
+	if want := []string{"div.chart"}; !slices.Equal(got, want) {
+		t.Errorf("container_escape = %v; want %v", got, want)
+	}
+}
+
+func TestTextClippedExceptions(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Desktop)
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.cut", Box: box(0, 0, 200, 48), Clip: &checks.Clip{Y: 40}})
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.ellipsis", Box: box(0, 60, 200, 24), Clip: &checks.Clip{X: 90, Ellipsis: true}})
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.clamp", Box: box(0, 90, 200, 48), Clip: &checks.Clip{Y: 60, LineClamp: true}})
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.ellipsis-and-short", Box: box(0, 150, 200, 10), Clip: &checks.Clip{X: 90, Y: 12, Ellipsis: true}})
+	p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.teaser", Box: box(0, 170, 200, 100), Clip: &checks.Clip{Y: 300, Masked: true}})
+	p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.collapsed", Box: box(0, 280, 200, 100), Clip: &checks.Clip{Y: 300, Collapsed: true}})
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.subpixel", Box: box(0, 400, 200, 24), Clip: &checks.Clip{X: 0.6}})
+
+	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindTextClipped)
+	if want := []string{"p.cut", "p.ellipsis-and-short"}; !slices.Equal(got, want) {
+		t.Errorf("text_clipped = %v; want %v", got, want)
+	}
+}
+
+func TestOverlapBlamesBranchAndSkipsOverlays(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Desktop)
+	art := p.add(checks.Element{Parent: 1, Tag: "article", Selector: "article", Box: box(0, 0, 600, 300)})
+	title := p.add(checks.Element{Parent: art, Tag: "h1", Selector: "h1", Box: box(0, 0, 600, 40), Text: text("rgb(0, 0, 0)")})
+	meta := p.add(checks.Element{Parent: art, Tag: "div", Selector: "div.meta", Box: box(0, 20, 600, 40)})
+	by := p.add(checks.Element{Parent: meta, Tag: "p", Selector: "div.meta > p", Box: box(0, 20, 600, 24), Text: text("rgb(0, 0, 0)")})
+	badge := p.add(checks.Element{Parent: art, Tag: "span", Selector: "span.badge", Position: "absolute", Box: box(500, 0, 60, 24), Text: text("rgb(0, 0, 0)")})
+	tight := p.add(checks.Element{Parent: art, Tag: "p", Selector: "p.tight", Box: box(0, 60, 600, 24), Text: text("rgb(0, 0, 0)")})
+	p.s.Overlaps = []checks.Overlap{
+		{Top: by, Bottom: title, Area: 4000, W: 200, H: 20, LineH: 22},
+		{Top: badge, Bottom: title, Area: 1000, W: 60, H: 20, LineH: 22, Surface: true}, // opaque badge: deliberate
+		{Top: tight, Bottom: by, Area: 300, W: 300, H: 1, LineH: 22},                    // glyph boxes touching
+	}
+	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindOverlap)
+	if want := []string{"div.meta"}; !slices.Equal(got, want) {
+		t.Errorf("overlap = %v; want %v (the byline's branch under the article)", got, want)
+	}
+}
+
+func TestOccludedControl(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Desktop)
+	p.add(checks.Element{Parent: 1, Tag: "a", Selector: "a.covered", Box: box(0, 0, 120, 48), Control: &checks.Control{Role: "link", Hit: "other", HitBy: "div.glow"}})
+	p.add(checks.Element{Parent: 1, Tag: "a", Selector: "a.free", Box: box(0, 60, 120, 48), Control: &checks.Control{Role: "link", Hit: "self"}})
+	p.add(checks.Element{Parent: 1, Tag: "input", Selector: "input.custom", Box: box(0, 120, 16, 16), Control: &checks.Control{Role: "checkbox", Hit: "label"}})
+	p.add(checks.Element{Parent: 1, Tag: "button", Selector: "button.behind-modal", Box: box(0, 160, 120, 48), Control: &checks.Control{Role: "button", Hit: "modal"}})
+	p.add(checks.Element{Parent: 1, Tag: "button", Selector: "button.disabled", Box: box(0, 220, 120, 48), Control: &checks.Control{Role: "button", Hit: "other", HitBy: "div.x", Disabled: true}})
+	fs := checks.Run(p.s, checks.Config{})
+	if got, want := kindsOf(fs, checks.KindOccludedControl), []string{"a.covered"}; !slices.Equal(got, want) {
+		t.Errorf("occluded_control = %v; want %v", got, want)
+	}
+	if fs[0].Facts["covered_by"] != "div.glow" {
+		t.Errorf("facts = %v", fs[0].Facts)
+	}
+}
+
+func TestTapTargetExceptions(t *testing.T) {
+	t.Parallel()
+	build := func(vp engine.Viewport) *checks.Snapshot {
+		p := newPage(vp)
+		// Two 20×20 buttons 2 px apart: their 24 px circles intersect.
+		p.add(checks.Element{Parent: 1, Tag: "button", Selector: "#a", Box: box(16, 16, 20, 20), Control: &checks.Control{Role: "button", Hit: "self"}})
+		p.add(checks.Element{Parent: 1, Tag: "button", Selector: "#b", Box: box(38, 16, 20, 20), Control: &checks.Control{Role: "button", Hit: "self"}})
+		// 20×20 buttons 4 px apart: circles touch but do not intersect (spacing exception).
+		p.add(checks.Element{Parent: 1, Tag: "button", Selector: "#c", Box: box(16, 100, 20, 20), Control: &checks.Control{Role: "button", Hit: "self"}})
+		p.add(checks.Element{Parent: 1, Tag: "button", Selector: "#d", Box: box(40, 100, 20, 20), Control: &checks.Control{Role: "button", Hit: "self"}})
+		// An inline link in running text, a browser-default checkbox, a disabled button.
+		p.add(checks.Element{Parent: 1, Tag: "a", Selector: "a.inline", Box: box(100, 200, 30, 18), Control: &checks.Control{Role: "link", Inline: true, Hit: "self"}})
+		p.add(checks.Element{Parent: 1, Tag: "a", Selector: "a.next", Box: box(100, 218, 30, 18), Control: &checks.Control{Role: "link", Hit: "self"}})
+		p.add(checks.Element{Parent: 1, Tag: "input", Selector: "#terms", Box: box(16, 300, 13, 13), Control: &checks.Control{Role: "checkbox", UASized: true, Hit: "self"}})
+		p.add(checks.Element{Parent: 1, Tag: "button", Selector: "button.dis", Box: box(16, 320, 16, 16), Control: &checks.Control{Role: "button", Disabled: true, Hit: "self"}})
+		// A 40 px high button: fine for 2.5.8, advisory for 44 px on mobile.
+		p.add(checks.Element{Parent: 1, Tag: "button", Selector: "button.small", Box: box(16, 400, 120, 40), Control: &checks.Control{Role: "button", Hit: "self"}})
+		return p.s
+	}
+	got := kindsOf(checks.Run(build(engine.Mobile), checks.Config{}), checks.KindTapTarget)
+	if want := []string{"#a", "#b", "a.next", "button.small"}; !slices.Equal(got, want) {
+		t.Errorf("mobile tap_target = %v; want %v", got, want)
+	}
+	got = kindsOf(checks.Run(build(engine.Tablet), checks.Config{}), checks.KindTapTarget)
+	if want := []string{"#a", "#b", "a.next"}; !slices.Equal(got, want) {
+		t.Errorf("tablet tap_target = %v; want %v", got, want)
+	}
+	if got := kindsOf(checks.Run(build(engine.Desktop), checks.Config{}), checks.KindTapTarget); len(got) != 0 {
+		t.Errorf("desktop tap_target = %v; want none", got)
+	}
+}
+
+func testTokens(t *testing.T) *tokens.Set {
+	s, err := tokens.Parse([]byte(`{
+	  "color": {"$type": "color", "ink": {"$value": "#1f2937"}, "primary": {"$value": "#2563eb"}},
+	  "space": {"$type": "dimension", "2": {"$value": "8px"}, "4": {"$value": "16px"}, "6": {"$value": "24px"}},
+	  "font": {"family": {"$type": "fontFamily", "body": {"$value": ["Brand Sans", "sans-serif"]}},
+	           "size": {"$type": "dimension", "md": {"$value": "16px"}, "xl": {"$value": "24px"}}}
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestTokenChecksJudgeOnlyPageSetValues(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Desktop)
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.brandish", Set: map[string]any{"color": "rgb(38, 99, 235)"}, Box: box(0, 0, 100, 20)})
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.purple", Set: map[string]any{"color": "rgb(124, 58, 237)"}, Box: box(0, 30, 100, 20)})
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.purple2", Set: map[string]any{"color": "rgb(124, 58, 237)"}, Box: box(0, 60, 100, 20)})
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.white", Set: map[string]any{"background-color": "rgb(255, 255, 255)"}, Box: box(0, 90, 100, 20)})
+	p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.pad", Set: map[string]any{"padding-top": 18.0, "padding-left": 18.0, "margin-top": -16.0, "margin-bottom": 2.0}, Box: box(0, 120, 100, 20)})
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.default-margins", Box: box(0, 150, 100, 20)}) // UA margins are never in Set
+
+	fs := checks.Run(p.s, checks.Config{Tokens: testTokens(t)})
+	if got, want := kindsOf(fs, checks.KindOffTokenColor), []string{"p.purple"}; !slices.Equal(got, want) {
+		t.Errorf("off_token_color = %v; want %v (grouped, near-token and white allowed)", got, want)
+	}
+	for _, f := range fs {
+		if f.Kind == checks.KindOffTokenColor && f.Facts["count"] != 2 {
+			t.Errorf("grouped count = %v; want 2", f.Facts["count"])
+		}
+	}
+	if got, want := kindsOf(fs, checks.KindOffScaleSpacing), []string{"div.pad"}; !slices.Equal(got, want) {
+		t.Errorf("off_scale_spacing = %v; want %v", got, want)
+	}
+	// Without tokens the token checks are off.
+	if fs := checks.Run(p.s, checks.Config{}); len(fs) != 0 {
+		t.Errorf("without tokens: %v", fs)
+	}
+}
+
+func TestFontChecks(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Desktop)
+	p.s.FontsFailed = []string{"Display Pro"}
+	probe := func(i int) *int { return &i }
+	// A failed web font: font_fallback, not off_token_font.
+	h := p.add(checks.Element{Parent: 1, Tag: "h1", Selector: "h1.display", Set: map[string]any{"font-family": `"Display Pro", "Brand Sans", sans-serif`}, Box: box(0, 0, 300, 40), Text: text("rgb(0, 0, 0)")})
+	p.s.Elements[h].FontProbe = probe(h)
+	p.s.Elements[h].Rendered = []checks.Font{{Family: "Noto Sans", Glyphs: 20}}
+	// A serif quote: off_token_font.
+	q := p.add(checks.Element{Parent: 1, Tag: "blockquote", Selector: "blockquote", Set: map[string]any{"font-family": "Georgia, serif"}, Box: box(0, 50, 300, 40), Text: text("rgb(0, 0, 0)")})
+	p.s.Elements[q].FontProbe = probe(q)
+	p.s.Elements[q].Rendered = []checks.Font{{Family: "DejaVu Serif", Glyphs: 30}}
+	// Code is exempt.
+	c := p.add(checks.Element{Parent: 1, Tag: "code", Selector: "code", Set: map[string]any{"font-family": "Menlo, monospace"}, Box: box(0, 100, 300, 20), Text: text("rgb(0, 0, 0)")})
+	p.s.Elements[c].FontProbe = probe(c)
+	p.s.Elements[c].Rendered = []checks.Font{{Family: "DejaVu Sans Mono", Glyphs: 10}}
+	// A token font that loaded.
+	b := p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.body", Set: map[string]any{"font-family": `"Brand Sans", sans-serif`}, Box: box(0, 130, 300, 20), Text: text("rgb(0, 0, 0)")})
+	p.s.Elements[b].FontProbe = probe(b)
+	p.s.Elements[b].Rendered = []checks.Font{{Family: "Noto Sans", Glyphs: 10, Custom: true}}
+
+	fs := checks.Run(p.s, checks.Config{Tokens: testTokens(t)})
+	if got, want := kindsOf(fs, checks.KindFontFallback), []string{"h1.display"}; !slices.Equal(got, want) {
+		t.Errorf("font_fallback = %v; want %v", got, want)
+	}
+	if got, want := kindsOf(fs, checks.KindOffTokenFont), []string{"blockquote"}; !slices.Equal(got, want) {
+		t.Errorf("off_token_font = %v; want %v", got, want)
+	}
+}
+
+func TestTypeScale(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Mobile)
+	p.add(checks.Element{Parent: 1, Tag: "h1", Selector: "h1", Heading: 1, FontSize: 36, Box: box(0, 0, 300, 40), Text: text("rgb(0, 0, 0)")})
+	p.add(checks.Element{Parent: 1, Tag: "h2", Selector: "h2", Heading: 2, FontSize: 24, Box: box(0, 50, 300, 30), Text: text("rgb(0, 0, 0)")})
+	p.add(checks.Element{Parent: 1, Tag: "h3", Selector: "h3.big", Heading: 3, FontSize: 30, Set: map[string]any{"font-size": "30px"}, Box: box(0, 90, 300, 30), Text: text("rgb(0, 0, 0)")})
+	legal := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.legal", FontSize: 11, Set: map[string]any{"font-size": "11px"}, Box: box(0, 130, 300, 30)})
+	p.add(checks.Element{Parent: legal, Tag: "p", Selector: "div.legal > p", FontSize: 11, Box: box(0, 130, 300, 15), Text: text("rgb(0, 0, 0)")})
+	p.add(checks.Element{Parent: legal, Tag: "small", Selector: "div.legal > small", FontSize: 11, Box: box(0, 145, 300, 15), Text: text("rgb(0, 0, 0)")})
+
+	fs := checks.Run(p.s, checks.Config{}) // no tokens: tiny text and heading order only
+	if got, want := kindsOf(fs, checks.KindTypeScale), []string{"h3.big", "div.legal"}; !slices.Equal(got, want) {
+		t.Errorf("type_scale = %v; want %v", got, want)
+	}
+	fs = checks.Run(p.s, checks.Config{Tokens: testTokens(t)}) // + off-scale 30px and 11px
+	if got := kindsOf(fs, checks.KindTypeScale); len(got) != 4 {
+		t.Errorf("type_scale with tokens = %v; want 4 findings", got)
+	}
+	p.s.Viewport = engine.Desktop
+	if got, want := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindTypeScale), []string{"h3.big"}; !slices.Equal(got, want) {
+		t.Errorf("desktop type_scale = %v; want %v (12px rule is mobile only)", got, want)
+	}
+}
+
+func TestBrokenImageAndUnnamed(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Desktop)
+	empty := ""
+	alt := "Team photo"
+	p.add(checks.Element{Parent: 1, Tag: "img", Selector: "img.photo", Box: box(0, 0, 300, 200), Image: &checks.Image{Src: "/a.jpg", Complete: true, Alt: &alt}})
+	p.add(checks.Element{Parent: 1, Tag: "img", Selector: "img.deco", Box: box(0, 210, 48, 48), Image: &checks.Image{Src: "/b.png", Complete: true, Alt: &empty}})
+	p.add(checks.Element{Parent: 1, Tag: "img", Selector: "img.lazy", Box: box(0, 300, 48, 48), Image: &checks.Image{Src: "/c.png", Complete: false}})
+	p.add(checks.Element{Parent: 1, Tag: "img", Selector: "img.fine", Box: box(0, 400, 48, 48), Image: &checks.Image{Src: "/d.png", Complete: true, NaturalWidth: 48}})
+	p.s.Unnamed = []checks.Unnamed{{Selector: "button.icon", Role: "button", Box: box(0, 500, 48, 48)}}
+	fs := checks.Run(p.s, checks.Config{})
+	if got, want := kindsOf(fs, checks.KindBrokenImage), []string{"img.photo", "img.deco"}; !slices.Equal(got, want) {
+		t.Errorf("broken_image = %v; want %v", got, want)
+	}
+	if fs[0].Severity != engine.Major || fs[1].Severity != engine.Minor {
+		t.Errorf("severities %v %v; want major for content, minor for decorative", fs[0].Severity, fs[1].Severity)
+	}
+	if got, want := kindsOf(fs, checks.KindUnnamedControl), []string{"button.icon"}; !slices.Equal(got, want) {
+		t.Errorf("unnamed_control = %v; want %v", got, want)
+	}
+}
+
+func TestSpacingRhythm(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Desktop)
+	list := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.list", Box: box(0, 0, 400, 400)})
+	y := 0.0
+	for i, gap := range []float64{16, 16, 32, 16, 0} {
+		e := checks.Element{Parent: list, Tag: "div", Class: "notice", Selector: "div.notice-" + string(rune('a'+i)), Box: box(0, y, 400, 40)}
+		if i == 2 {
+			e.Set = map[string]any{"margin-bottom": 32.0}
+		} else {
+			e.Set = map[string]any{"margin-bottom": 16.0}
+		}
+		p.add(e)
+		y += 40 + gap
+	}
+	// Three alike items are too few to call a rhythm.
+	few := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.few", Box: box(0, 500, 400, 200)})
+	for i, yy := range []float64{500, 556, 620} {
+		p.add(checks.Element{Parent: few, Tag: "p", Class: "x", Selector: "p.few-" + string(rune('a'+i)), Box: box(0, yy, 400, 40)})
+	}
+	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindSpacingRhythm)
+	if want := []string{"div.notice-c"}; !slices.Equal(got, want) {
+		t.Errorf("spacing_rhythm = %v; want %v", got, want)
+	}
+}
+
+func TestRemeasure(t *testing.T) {
+	t.Parallel()
+	before := newPage(engine.Desktop)
+	before.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(209, 213, 219)", bg("rgb(255, 255, 255)"))})
+	fs := checks.Run(before.s, checks.Config{})
+	if len(fs) != 1 {
+		t.Fatalf("findings = %v", fs)
+	}
+	f := fs[0]
+	f.ID = "f1"
+	// Round-trip through JSON as the engine stores findings.
+	raw, _ := json.Marshal(f)
+	var stored engine.Finding
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+
+	if o := checks.Remeasure(before.s, checks.Config{}, stored); o.Outcome != engine.Failed || o.Facts["ratio"] != 1.47 || o.FindingID != "f1" {
+		t.Errorf("unchanged page: %+v; want failed with the ratio", o)
+	}
+	fixed := newPage(engine.Desktop)
+	fixed.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(75, 85, 99)", bg("rgb(255, 255, 255)"))})
+	if o := checks.Remeasure(fixed.s, checks.Config{}, stored); o.Outcome != engine.Passed {
+		t.Errorf("fixed page: %+v; want passed", o)
+	}
+	gone := newPage(engine.Desktop)
+	if o := checks.Remeasure(gone.s, checks.Config{}, stored); o.Outcome != engine.Inconclusive {
+		t.Errorf("element gone: %+v; want inconclusive", o)
+	}
+	stored.Kind = "no_such_check"
+	if o := checks.Remeasure(before.s, checks.Config{}, stored); o.Outcome != engine.Inconclusive {
+		t.Errorf("unknown kind: %+v; want inconclusive", o)
+	}
+}
+
+func TestSnapshotJSONRoundTrip(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Mobile)
+	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(209, 213, 219)", bg("rgb(255, 255, 255)")), Set: map[string]any{"padding-top": 18.0}})
+	p.s.RootVars = map[string]string{"--color-ink": "#1f2937"}
+	raw, err := json.Marshal(p.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back checks.Snapshot
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(checks.Run(p.s, checks.Config{Tokens: testTokens(t)}))
+	b, _ := json.Marshal(checks.Run(&back, checks.Config{Tokens: testTokens(t)}))
+	if string(a) != string(b) {
+		t.Errorf("findings differ after a JSON round trip:\n%s\n%s", a, b)
+	}
+	if back.RootCustomProperties()["--color-ink"] != "#1f2937" {
+		t.Errorf("RootCustomProperties = %v", back.RootCustomProperties())
+	}
+}
+
+func TestKinds(t *testing.T) {
+	t.Parallel()
+	if got := len(checks.Kinds()); got != 15 {
+		t.Errorf("Kinds() has %d kinds; want 15", got)
+	}
+	if checks.Run(nil, checks.Config{}) != nil {
+		t.Error("Run(nil) is not nil")
+	}
+}

@@ -1,0 +1,147 @@
+package checks_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/bastion-mcp/bastion/checks"
+	"github.com/bastion-mcp/bastion/engine"
+)
+
+const collectPage = `<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1"><style>
+:root { --color-brand: #2563eb; --space-4: 16px; }
+@font-face { font-family: "Gone Font"; src: url(/missing.woff2); }
+body { margin: 0; font-family: sans-serif; }
+.centered { width: 200px; margin: 0 auto; padding: 5%; }
+.pad { padding: 18px; margin-top: 24px; }
+.big { font-size: 40px; }
+.gone { font-family: "Gone Font", serif; }
+.sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+.twin { color: rgb(1, 2, 3); }
+</style></head><body>
+<h1>Title with UA margins</h1>
+<p id="plain">Plain paragraph with a <a href="#x">default link</a>.</p>
+<div class="centered">Centered box</div>
+<div class="pad" data-testid="padded">Padded</div>
+<h2 class="big">Big heading</h2>
+<p class="gone">Fallback text</p>
+<span class="sr">Screen reader only</span>
+<div aria-hidden="true"><p class="decor">Decorative</p></div>
+<ul><li class="twin">One</li><li class="twin">Two</li></ul>
+<button><svg width="10" height="10"></svg></button>
+</body></html>`
+
+// TestCollect loads a small page in Chromium and checks what the collector
+// measures: values the page set versus browser defaults, skipped content,
+// unique selectors, custom properties, failed fonts and unnamed controls.
+func TestCollect(t *testing.T) {
+	b := newBrowser(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(collectPage))
+	}))
+	t.Cleanup(srv.Close)
+	s := b.snapshot(t, srv.URL+"/", engine.Mobile)
+
+	if s.Viewport != engine.Mobile || s.Width != 390 {
+		t.Errorf("viewport %s width %v; want mobile 390", s.Viewport, s.Width)
+	}
+	el := func(sel string) *checks.Element {
+		t.Helper()
+		for i := range s.Elements {
+			if s.Elements[i].Selector == sel {
+				return &s.Elements[i]
+			}
+		}
+		t.Fatalf("no element %q", sel)
+		return nil
+	}
+	if set := el("h1").Set; set != nil {
+		t.Errorf("h1 with only UA styles has Set %v; want none", set)
+	}
+	if set := el("#plain").Set; set != nil {
+		t.Errorf("plain p has Set %v; want none (UA margins are not the page's)", set)
+	}
+	if set := el("a").Set; set != nil {
+		t.Errorf("UA-styled link has Set %v; want none", set)
+	}
+	c := el("div.centered").Set
+	for _, p := range []string{"margin-left", "margin-right", "padding-top"} {
+		if _, ok := c[p]; ok {
+			t.Errorf("auto margins and %% paddings are not px values, but Set has %s=%v", p, c[p])
+		}
+	}
+	pad := el(`[data-testid="padded"]`).Set
+	if pad["padding-top"] != 18.0 || pad["margin-top"] != 24.0 {
+		t.Errorf("padded Set = %v; want padding-top 18 and margin-top 24", pad)
+	}
+	if big := el("h2.big"); big.Set["font-size"] != "40px" || big.FontSize != 40 { // and larger than the h1: type_scale
+		t.Errorf("h2.big = %+v", big)
+	}
+	if _, ok := el("h2.big").Set["margin-top"]; ok {
+		t.Errorf("h2.big's UA em margins were taken for page-set values")
+	}
+	for i := range s.Elements {
+		sel := s.Elements[i].Selector
+		if strings.Contains(sel, "sr") || strings.Contains(sel, "decor") {
+			t.Errorf("screen-reader-only or aria-hidden element kept: %s", sel)
+		}
+	}
+	// Two alike elements get distinct, unique paths.
+	if a, b := s.Elements[len(s.Elements)-3].Selector, s.Elements[len(s.Elements)-2].Selector; a == b || a == "" {
+		t.Errorf("twin selectors %q and %q", a, b)
+	}
+	if s.RootVars["--color-brand"] != "#2563eb" || s.RootVars["--space-4"] != "16px" {
+		t.Errorf("root vars = %v", s.RootVars)
+	}
+	if len(s.FontsFailed) != 1 || s.FontsFailed[0] != "Gone Font" {
+		t.Errorf("fonts failed = %v; want [Gone Font]", s.FontsFailed)
+	}
+	gone := el("p.gone")
+	if gone.FontProbe == nil || len(s.Elements[*gone.FontProbe].Rendered) == 0 {
+		t.Fatalf("p.gone has no rendered fonts")
+	}
+	if r := s.Elements[*gone.FontProbe].Rendered[0].Family; r == "Gone Font" || r == "" {
+		t.Errorf("p.gone rendered in %q; want a fallback", r)
+	}
+	if len(s.Unnamed) != 1 || s.Unnamed[0].Selector != "button" || s.Unnamed[0].Role != "button" {
+		t.Errorf("unnamed = %+v; want the svg-only button", s.Unnamed)
+	}
+	fs := checks.Run(s, checks.Config{})
+	var kinds []string
+	for _, f := range fs {
+		kinds = append(kinds, f.Kind+" "+f.Selector)
+	}
+	if want := []string{"font_fallback p.gone", "type_scale h2.big", "unnamed_control button"}; strings.Join(kinds, ",") != strings.Join(want, ",") {
+		t.Errorf("findings = %v; want %v", kinds, want)
+	}
+}
+
+// TestCollectBounded: a huge, deeply nested page is measured up to the
+// element cap, marked truncated, and still judged.
+func TestCollectBounded(t *testing.T) {
+	var page strings.Builder
+	page.WriteString(`<!doctype html><html><head><meta name="viewport" content="width=device-width"></head><body>`)
+	page.WriteString(strings.Repeat("<div>", 400) + "deep" + strings.Repeat("</div>", 400))
+	for i := range 6000 {
+		page.WriteString(`<p class="row">Row ` + strings.Repeat("x", i%7) + `</p>`)
+	}
+	page.WriteString(`</body></html>`)
+	b := newBrowser(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(page.String()))
+	}))
+	t.Cleanup(srv.Close)
+	s := b.snapshot(t, srv.URL+"/", engine.Desktop)
+	if !s.Truncated || len(s.Elements) > 4000 {
+		t.Errorf("truncated=%v with %d elements; want truncated at 4000", s.Truncated, len(s.Elements))
+	}
+	_ = checks.Run(s, checks.Config{})
+}

@@ -1,0 +1,59 @@
+package corpus_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bastion-mcp/bastion/checks/corpus"
+	"github.com/bastion-mcp/bastion/engine"
+)
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	c, err := corpus.Load(corpus.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Pages) < 25 || len(c.Tokens) == 0 {
+		t.Errorf("%d pages, %d token bytes", len(c.Pages), len(c.Tokens))
+	}
+	if _, err := corpus.Load(t.TempDir()); err == nil {
+		t.Error("Load of an empty directory succeeded")
+	}
+}
+
+func TestMatch(t *testing.T) {
+	t.Parallel()
+	c := &corpus.Corpus{Pages: []corpus.Page{
+		{File: "a.html", Expect: []corpus.Label{
+			{Kind: "contrast", Selector: "p.x", Viewports: []engine.Viewport{engine.Mobile, engine.Desktop}},
+			{Kind: "overlap", Selector: "h2", Viewports: []engine.Viewport{engine.Tablet}},
+		}},
+		{File: "clean.html", Clean: true},
+	}}
+	got := map[string][]engine.Finding{
+		"a.html": {
+			{Kind: "contrast", Selector: "p.x", Viewports: []engine.Viewport{engine.Mobile, engine.Desktop}}, // merged across viewports
+			{Kind: "contrast", Selector: "p.y", Viewports: []engine.Viewport{engine.Mobile}},                 // false positive
+		},
+		"clean.html": {{Kind: "tap_target", Selector: "a", Viewports: []engine.Viewport{engine.Mobile}}},
+	}
+	rep := c.Match(got, []engine.Viewport{engine.Mobile, engine.Tablet, engine.Desktop}, []string{"contrast", "overlap", "tap_target"})
+	want := map[string][3]int{"contrast": {2, 1, 0}, "overlap": {0, 0, 1}, "tap_target": {0, 1, 0}}
+	for _, s := range rep.Kinds {
+		if w := want[s.Kind]; [3]int{s.TP, s.FP, s.FN} != w {
+			t.Errorf("%s: TP/FP/FN = %d/%d/%d; want %v", s.Kind, s.TP, s.FP, s.FN, w)
+		}
+	}
+	if len(rep.CleanHits) != 1 {
+		t.Errorf("clean hits = %v", rep.CleanHits)
+	}
+	if !strings.Contains(rep.Table(), "contrast") {
+		t.Errorf("table:\n%s", rep.Table())
+	}
+	// Reviewing only mobile ignores the desktop and tablet labels.
+	rep = c.Match(map[string][]engine.Finding{}, []engine.Viewport{engine.Mobile}, []string{"contrast", "overlap"})
+	if rep.Kinds[0].FN != 1 || rep.Kinds[1].FN != 0 {
+		t.Errorf("mobile-only: %+v", rep.Kinds)
+	}
+}

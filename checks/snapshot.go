@@ -1,0 +1,355 @@
+package checks
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/css"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/fault"
+)
+
+// Snapshot is everything measured in a page at one viewport. It is plain
+// data (JSON round-trips it), so every check is a pure function of it and a
+// saved snapshot can be re-judged without a browser.
+type Snapshot struct {
+	Viewport  engine.Viewport   `json:"viewport"`
+	Width     float64           `json:"width"`  // viewport, CSS px
+	Height    float64           `json:"height"` // viewport, CSS px
+	DocWidth  float64           `json:"doc_width"`
+	DocHeight float64           `json:"doc_height"`
+	Elements  []Element         `json:"elements"` // document order; Elements[i].Index == i
+	Overlaps  []Overlap         `json:"overlaps,omitempty"`
+	RootVars  map[string]string `json:"root_vars,omitempty"`
+	// FontsFailed are web font families whose faces failed to load with no
+	// face of the same family loaded.
+	FontsFailed []string `json:"fonts_failed,omitempty"`
+	FontsLoaded []string `json:"fonts_loaded,omitempty"`
+	// Unnamed are controls the accessibility tree exposes without a name.
+	Unnamed   []Unnamed `json:"unnamed,omitempty"`
+	Truncated bool      `json:"truncated,omitempty"` // the element cap was hit
+}
+
+// Element is one rendered element the collector kept. Screen-reader-only,
+// aria-hidden, display:none, fully off-canvas and svg-internal elements are
+// never kept.
+type Element struct {
+	Index    int         `json:"i"`
+	Parent   int         `json:"parent"` // nearest kept ancestor, -1 for the root
+	Selector string      `json:"sel"`    // unique in the page; "" if none could be verified
+	Tag      string      `json:"tag"`
+	Class    string      `json:"cls,omitempty"` // sorted class list
+	Box      engine.Rect `json:"box"`           // border box, page coordinates
+	Display  string      `json:"display"`
+	Position string      `json:"position"`
+
+	Invisible   bool    `json:"invisible,omitempty"`   // visibility is not visible
+	Fixed       bool    `json:"fixed,omitempty"`       // fixed or sticky, itself or an ancestor
+	InScroller  bool    `json:"in_scroller,omitempty"` // inside a scroll container
+	ClipX       bool    `json:"clip_x,omitempty"`      // an ancestor clips horizontal overflow
+	ClipY       bool    `json:"clip_y,omitempty"`
+	Transformed bool    `json:"transformed,omitempty"` // an ancestor is transformed
+	Transform   bool    `json:"transform,omitempty"`   // it is transformed itself
+	Offset      bool    `json:"offset,omitempty"`      // relatively positioned with an offset
+	Float       bool    `json:"float,omitempty"`
+	OwnClipX    bool    `json:"own_clip_x,omitempty"` // its own overflow-x is not visible
+	Animated    bool    `json:"animated,omitempty"`
+	InControl   *int    `json:"in_control,omitempty"` // index of the enclosing control
+	Opacity     float64 `json:"opacity,omitempty"`    // effective, when below 1
+	Bounded     bool    `json:"bounded,omitempty"`    // has a visible edge: own background, border, shadow
+	FontSize    float64 `json:"font_size"`
+	RefFontSize float64 `json:"ref_font_size,omitempty"` // the unstyled element's size, when it differs
+	Heading     int     `json:"heading,omitempty"`       // 1..6 for h1..h6
+	FontProbe   *int    `json:"font_probe,omitempty"`    // the text element probed for this element's font
+
+	// Set holds the computed values the page's own CSS set (not inherited,
+	// not browser defaults): color, background-color, border-color,
+	// font-family, font-size and px margins, paddings and gaps.
+	Set map[string]any `json:"set,omitempty"`
+
+	Text     *Text    `json:"text,omitempty"`
+	Control  *Control `json:"control,omitempty"`
+	Image    *Image   `json:"image,omitempty"`
+	Clip     *Clip    `json:"clip,omitempty"`
+	Rendered []Font   `json:"rendered,omitempty"` // platform fonts of the text, most glyphs first
+}
+
+// Text describes an element's own (direct) text.
+type Text struct {
+	Rects     []engine.Rect `json:"rects"` // line boxes, page coordinates
+	Chars     int           `json:"chars"`
+	Weight    int           `json:"weight"`
+	Family    string        `json:"family"`
+	Color     string        `json:"color"`
+	Shadow    bool          `json:"shadow,omitempty"`
+	Disabled  bool          `json:"disabled,omitempty"`
+	Measured  bool          `json:"measured,omitempty"`   // Bg was hit-tested
+	Bg        []Layer       `json:"bg,omitempty"`         // backgrounds under the first line, top first
+	BgUnknown string        `json:"bg_unknown,omitempty"` // why the background is unknowable: image, media, gradient, pseudo, filter
+}
+
+// Layer is one background under text: a colour or a gradient's stops.
+type Layer struct {
+	Color    string   `json:"color,omitempty"`
+	Gradient []string `json:"gradient,omitempty"`
+}
+
+// Control is an interactive element.
+type Control struct {
+	Role      string       `json:"role"`
+	Disabled  bool         `json:"disabled,omitempty"`
+	NoPointer bool         `json:"no_pointer,omitempty"`
+	Inline    bool         `json:"inline,omitempty"`   // a link inside running text
+	UASized   bool         `json:"ua_sized,omitempty"` // checkbox/radio at the browser's default size
+	LabelBox  *engine.Rect `json:"label_box,omitempty"`
+	Hit       string       `json:"hit,omitempty"` // at the centre: self, label, ancestor, modal, other, none ("" untested)
+	HitBy     string       `json:"hit_by,omitempty"`
+}
+
+// Image is an img element's load state.
+type Image struct {
+	Src          string  `json:"src"`
+	Complete     bool    `json:"complete"`
+	NaturalWidth int     `json:"natural_width"`
+	Alt          *string `json:"alt"`
+}
+
+// Clip is text an element's overflow:hidden/clip cuts off, in px past its
+// padding box.
+type Clip struct {
+	X         float64 `json:"x"`
+	Y         float64 `json:"y"`
+	Ellipsis  bool    `json:"ellipsis,omitempty"`
+	LineClamp bool    `json:"line_clamp,omitempty"`
+	Masked    bool    `json:"masked,omitempty"`
+	Collapsed bool    `json:"collapsed,omitempty"` // an aria-expanded=false control owns it
+}
+
+// Overlap is a pair of unrelated text elements whose line boxes intersect.
+type Overlap struct {
+	Top     int     `json:"top"`    // paints above
+	Bottom  int     `json:"bottom"` // paints below
+	Area    float64 `json:"area"`
+	W       float64 `json:"w"` // the largest intersection
+	H       float64 `json:"h"`
+	LineH   float64 `json:"line_h"`  // the shorter line box
+	Surface bool    `json:"surface"` // an opaque surface lies between: a deliberate overlay
+}
+
+// Font is one platform font used to render text.
+type Font struct {
+	Family string `json:"family"`
+	Glyphs int    `json:"glyphs"`
+	Custom bool   `json:"custom,omitempty"` // a web font
+}
+
+// Unnamed is a control without an accessible name.
+type Unnamed struct {
+	Selector string      `json:"sel"`
+	Role     string      `json:"role"`
+	Box      engine.Rect `json:"box"`
+}
+
+//go:embed collect.js
+var collectJS string
+
+// Collect measures the page loaded in the chromedp tab ctx, which the caller
+// has already sized to vp and waited on (load, fonts, stable layout). It runs
+// the in-page collector, then asks CDP for rendered fonts and the
+// accessibility tree. The page's scroll position is restored.
+func Collect(ctx context.Context, vp engine.Viewport) (*Snapshot, error) {
+	if _, _, ok := vp.Size(); !ok {
+		return nil, fault.New(fault.InvalidArgument, "unknown viewport %q", vp)
+	}
+	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](collectJS))
+	if err != nil {
+		return nil, fault.Wrap(err, fault.CaptureFailed, "measuring the page failed")
+	}
+	s := &Snapshot{}
+	if err := json.Unmarshal([]byte(raw), s); err != nil {
+		return nil, fault.Wrap(err, fault.CaptureFailed, "measuring the page returned unreadable data")
+	}
+	s.Viewport = vp
+	if err := collectFonts(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := collectUnnamed(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// collectFonts asks CDP which platform fonts rendered each font probe.
+func collectFonts(ctx context.Context, s *Snapshot) error {
+	var probes []int
+	for _, e := range s.Elements {
+		if e.FontProbe != nil && *e.FontProbe >= 0 && *e.FontProbe < len(s.Elements) {
+			probes = append(probes, *e.FontProbe)
+		}
+	}
+	if len(probes) == 0 {
+		return nil
+	}
+	if _, err := chromedp.Call(ctx, dom.Enable, dom.EnableParams{}); err != nil {
+		return fault.Wrap(err, fault.CaptureFailed, "enabling DOM inspection failed")
+	}
+	if _, err := chromedp.Call(ctx, css.Enable, cdp.Empty{}); err != nil {
+		return fault.Wrap(err, fault.CaptureFailed, "enabling CSS inspection failed")
+	}
+	doc, err := chromedp.Call(ctx, dom.GetDocument, dom.GetDocumentParams{})
+	if err != nil || doc.Root == nil {
+		return fault.Wrap(err, fault.CaptureFailed, "reading the document failed")
+	}
+	done := map[int]bool{}
+	for _, i := range probes {
+		if done[i] || s.Elements[i].Selector == "" {
+			continue
+		}
+		done[i] = true
+		q, err := chromedp.Call(ctx, dom.QuerySelector, dom.QuerySelectorParams{NodeID: doc.Root.NodeID, Selector: s.Elements[i].Selector})
+		if err != nil || q.NodeID == 0 {
+			continue // the page changed under us; the check stays silent
+		}
+		f, err := chromedp.Call(ctx, css.GetPlatformFontsForNode, css.GetPlatformFontsForNodeParams{NodeID: q.NodeID})
+		if err != nil {
+			continue
+		}
+		var fonts []Font
+		for _, u := range f.Fonts {
+			if u != nil {
+				fonts = append(fonts, Font{Family: u.FamilyName, Glyphs: int(u.GlyphCount), Custom: u.IsCustomFont})
+			}
+		}
+		sort.SliceStable(fonts, func(a, b int) bool {
+			if fonts[a].Glyphs != fonts[b].Glyphs {
+				return fonts[a].Glyphs > fonts[b].Glyphs
+			}
+			return fonts[a].Family < fonts[b].Family
+		})
+		s.Elements[i].Rendered = fonts
+	}
+	return nil
+}
+
+// controlRoles are the accessibility roles that need a name.
+var controlRoles = map[string]bool{
+	"button": true, "link": true, "textbox": true, "searchbox": true, "combobox": true, "checkbox": true,
+	"radio": true, "switch": true, "slider": true, "spinbutton": true, "tab": true, "menuitem": true,
+	"listbox": true, "menuitemcheckbox": true, "menuitemradio": true, "PopUpButton": true,
+}
+
+// selectorFn computes, in the page, the selector of `this` the way the
+// collector does (an id, a data-testid, or a verified child path).
+const selectorFn = `function () {
+  const sel = (e) => {
+    if (e === document.documentElement) return 'html';
+    if (e === document.body) return 'body';
+    if (e.id && document.querySelectorAll('#' + CSS.escape(e.id)).length === 1) return '#' + CSS.escape(e.id);
+    const tid = e.getAttribute('data-testid');
+    if (tid && document.querySelectorAll('[data-testid="' + CSS.escape(tid) + '"]').length === 1) return '[data-testid="' + CSS.escape(tid) + '"]';
+    for (const c of [...e.classList].reverse()) { const s = e.localName + '.' + CSS.escape(c); if (document.querySelectorAll(s).length === 1) return s; }
+    if (document.getElementsByTagName(e.localName).length === 1) return CSS.escape(e.localName);
+    const p = e.parentElement;
+    let seg = CSS.escape(e.localName);
+    if (e.classList.length) seg += '.' + CSS.escape(e.classList[0]);
+    if (!p) return seg;
+    let n = 0, k = 0;
+    for (const c of p.children) if (c.localName === e.localName) { n++; if (c === e) k = n; }
+    if (n > 1) seg += ':nth-of-type(' + k + ')';
+    return sel(p) + ' > ' + seg;
+  };
+  const r = this.getBoundingClientRect();
+  const s = sel(this);
+  return JSON.stringify({sel: document.querySelector(s) === this ? s : '', x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height});
+}`
+
+// collectUnnamed reads the accessibility tree for controls without a name.
+func collectUnnamed(ctx context.Context, s *Snapshot) error {
+	if _, err := chromedp.Call(ctx, accessibility.Enable, cdp.Empty{}); err != nil {
+		return fault.Wrap(err, fault.CaptureFailed, "enabling the accessibility tree failed")
+	}
+	tree, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+	if err != nil {
+		return fault.Wrap(err, fault.CaptureFailed, "reading the accessibility tree failed")
+	}
+	for _, n := range tree.Nodes {
+		if n == nil || n.Ignored || n.Role == nil || n.BackendDOMNodeID == 0 || len(s.Unnamed) >= 200 {
+			continue
+		}
+		role := axString(n.Role)
+		if !controlRoles[role] || strings.TrimSpace(axString(n.Name)) != "" {
+			continue
+		}
+		res, err := chromedp.Call(ctx, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: n.BackendDOMNodeID})
+		if err != nil || res.Object == nil || res.Object.ObjectID == "" {
+			continue
+		}
+		r, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+			FunctionDeclaration: selectorFn, ObjectID: res.Object.ObjectID, ReturnByValue: ptr(true), Silent: ptr(true),
+		})
+		_, _ = chromedp.Call(ctx, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: res.Object.ObjectID})
+		if err != nil || r.Result == nil || r.ExceptionDetails != nil {
+			continue
+		}
+		var str string
+		if json.Unmarshal(r.Result.Value, &str) != nil {
+			continue
+		}
+		var got struct {
+			Sel        string
+			X, Y, W, H float64
+		}
+		if json.Unmarshal([]byte(str), &got) != nil || got.Sel == "" {
+			continue
+		}
+		s.Unnamed = append(s.Unnamed, Unnamed{Selector: got.Sel, Role: role, Box: engine.Rect{X: got.X, Y: got.Y, W: got.W, H: got.H}})
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func axString(v *accessibility.Value) string {
+	if v == nil || len(v.Value) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v.Value, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// RootCustomProperties returns the page's :root custom properties (names
+// with their leading "--").
+func (s *Snapshot) RootCustomProperties() map[string]string {
+	m := make(map[string]string, len(s.RootVars))
+	for k, v := range s.RootVars {
+		m[k] = v
+	}
+	return m
+}
+
+// bySelector returns the element with selector sel, or nil.
+func (s *Snapshot) bySelector(sel string) *Element {
+	for i := range s.Elements {
+		if s.Elements[i].Selector == sel {
+			return &s.Elements[i]
+		}
+	}
+	return nil
+}
+
+func (s *Snapshot) String() string {
+	return fmt.Sprintf("snapshot(%s, %d elements)", s.Viewport, len(s.Elements))
+}

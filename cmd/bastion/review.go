@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bastion-mcp/bastion/capture"
+	"github.com/bastion-mcp/bastion/egress"
+	"github.com/bastion-mcp/bastion/egress/browserproxy"
+	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/engine/local"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/panel"
+)
+
+type reviewFlags struct {
+	routes       []string
+	viewports    []string
+	tokens       string
+	out          string
+	json         bool
+	allowPrivate bool
+	timeout      time.Duration
+}
+
+func newReviewCmd() *cobra.Command {
+	var f reviewFlags
+	cmd := &cobra.Command{
+		Use:   "review URL",
+		Short: "Review a preview URL once, locally, and print or write the result",
+		Long: `review captures URL (and --routes on its origin) in network-isolated headless
+Chromium at each viewport, runs the design checks and prints the grade and
+findings. The local operator chooses the URL and is trusted to (there is no
+verified-host registry here), but the egress guard still applies to every
+request the browser makes: without --allow-private only public https
+targets on port 443 are reachable; --allow-private also allows loopback and
+private addresses over http on any port, for a local dev server.
+
+Progress goes to stderr. The exit status is 0 when the review completed,
+whatever the grade, and 1 with a typed error line when it could not run.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := runReview(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
+			if err != nil {
+				fe := fault.From(err, "the review could not run")
+				fmt.Fprintf(cmd.ErrOrStderr(), "bastion: %s: %s (next_action: %s)\n", fe.Code, fe.Message, fe.NextAction)
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.routes, "routes", nil, "routes on the URL's origin to review, e.g. /,/pricing (default: the URL's own path)")
+	fl.StringSliceVar(&f.viewports, "viewports", []string{"mobile", "tablet", "desktop"}, "viewports: mobile (390×844), tablet (834×1112), desktop (1440×900)")
+	fl.StringVar(&f.tokens, "tokens", "", "W3C DTCG design-token file (default: the page's :root custom properties)")
+	fl.StringVar(&f.out, "out", "", "directory to write review.json, panel.html and evidence/*.png into")
+	fl.BoolVar(&f.json, "json", false, "print the result as JSON on stdout")
+	fl.BoolVar(&f.allowPrivate, "allow-private", false, "allow loopback/private targets over http (a local dev server)")
+	fl.DurationVar(&f.timeout, "timeout", 3*time.Minute, "give up on the whole review after this long")
+	return cmd
+}
+
+func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f reviewFlags) error {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	policy := egress.Policy{Logger: logger}
+	if f.allowPrivate {
+		policy.AllowHTTP, policy.AllowPrivate = true, true
+	}
+	guard := egress.NewGuard(policy, nil)
+	target, err := guard.Check(ctx, rawURL)
+	if err != nil {
+		return err
+	}
+	req := engine.Request{URL: target.URL.String(), Routes: f.routes}
+	if len(req.Routes) == 0 {
+		req.Routes = []string{target.URL.RequestURI()}
+	}
+	for _, v := range f.viewports {
+		vp := engine.Viewport(strings.TrimSpace(v))
+		if _, _, ok := vp.Size(); !ok {
+			return fault.New(fault.InvalidArgument, "unknown viewport %q (want mobile, tablet or desktop)", terminalSafe(v))
+		}
+		req.Viewports = append(req.Viewports, vp)
+	}
+	if f.tokens != "" {
+		if req.Tokens, err = os.ReadFile(f.tokens); err != nil {
+			return fault.Wrap(err, fault.InvalidArgument, "cannot read the token file %q", f.tokens)
+		}
+	}
+
+	// RequireAuth: the shared listener serves only capture sessions, so
+	// Chromium's own background traffic has no way out.
+	proxy, err := browserproxy.New(guard, browserproxy.Options{AllowHTTP: f.allowPrivate, RequireAuth: true, Logger: logger})
+	if err != nil {
+		return fault.Wrap(err, fault.Unavailable, "the egress proxy could not start")
+	}
+	defer proxy.Close()
+	pool, err := capture.NewPool(ctx, capture.Options{ProxyAddr: proxy.Addr(), Logger: logger})
+	if err != nil {
+		return fault.Wrap(err, fault.Unavailable, "no browser: install chromium or set BASTION_CHROME")
+	}
+	defer pool.Close()
+
+	fmt.Fprintf(stderr, "reviewing %s: %d route(s) × %d viewport(s)\n", req.URL, len(req.Routes), len(req.Viewports))
+	start := time.Now()
+	progress := func(route string, vp engine.Viewport, took time.Duration, err error) {
+		if err != nil {
+			fmt.Fprintf(stderr, "  skipped  %s @ %s: %s\n", route, vp, fault.From(err, "capture failed").Message)
+			return
+		}
+		fmt.Fprintf(stderr, "  captured %s @ %s in %.2fs\n", route, vp, took.Seconds())
+	}
+	eng := local.New(pool, proxy, guard, local.Options{Logger: logger, Progress: progress, Timeout: f.timeout})
+	res, err := eng.Review(ctx, req)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "done in %.2fs: %s, %d finding(s)\n", time.Since(start).Seconds(), res.Grade, len(res.Findings))
+
+	meta := panel.Meta{URL: req.URL}
+	if f.out != "" {
+		files, err := panel.WriteDir(f.out, res, meta)
+		if err != nil {
+			return fault.Wrap(err, fault.InternalError, "cannot write the review to %q", f.out)
+		}
+		fmt.Fprintf(stderr, "wrote %d file(s) to %s (open panel.html)\n", len(files), f.out)
+	}
+	if f.json {
+		doc, err := panel.JSON(res, meta)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(doc)
+		return err
+	}
+	printSummary(stdout, res)
+	return nil
+}
+
+// printSummary prints the grade and one line per finding.
+func printSummary(w io.Writer, res *engine.Result) {
+	fmt.Fprintf(w, "grade: %s\n", res.Grade)
+	for _, f := range res.Findings {
+		vps := make([]string, len(f.Viewports))
+		for i, v := range f.Viewports {
+			vps[i] = string(v)
+		}
+		fmt.Fprintf(w, "%-7s %-18s %s %s [%s] %s\n", f.Severity, f.Kind, terminalSafe(f.Route), terminalSafe(f.Selector), strings.Join(vps, ","), terminalSafe(f.Title))
+	}
+	for _, s := range res.Coverage.Skipped {
+		fmt.Fprintf(w, "not reviewed: %s: %s\n", terminalSafe(s.What), terminalSafe(s.Reason))
+	}
+	for _, s := range res.Coverage.ChecksOff {
+		fmt.Fprintf(w, "check off: %s: %s\n", s.What, s.Reason)
+	}
+}
+
+// terminalSafe replaces control characters (C0, DEL, C1) with '?': page-
+// derived text (selectors and titles quote the page) must not drive the
+// operator's terminal with escape sequences.
+func terminalSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, s)
+}

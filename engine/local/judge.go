@@ -1,0 +1,26 @@
+package local
+
+import (
+	"github.com/bastion-mcp/bastion/checks"
+	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/tokens"
+)
+
+// The design checks as the engine calls them: a nil token set turns the
+// token checks off.
+
+func runChecks(s *checks.Snapshot, set *tokens.Set) []engine.Finding {
+	return checks.Run(s, checks.Config{Tokens: set})
+}
+
+func remeasure(s *checks.Snapshot, set *tokens.Set, f engine.Finding) engine.RecheckOutcome {
+	return checks.Remeasure(s, checks.Config{Tokens: set}, f)
+}
+
+// CheckKinds lists every check kind the engine runs.
+func CheckKinds() []string { return checks.Kinds() }
+
+func checkKinds() []string { return checks.Kinds() }
+
+// tokenKinds are the checks that need design tokens.
+func tokenKinds() []string { return checks.TokenKinds() }

@@ -1,0 +1,472 @@
+// Package local is the engine that runs on this machine: it captures each
+// route × viewport in the capture pool's Chromium, through its own egress
+// proxy session, runs the design checks on what it measured, merges the
+// same defect across viewports, cuts evidence crops and grades the result.
+//
+// Invariants: the engine never dials anything itself (the browser's every
+// request goes through the proxy session of its capture); a route never
+// leaves the origin of the authorized URL; findings, ids, order and crops
+// are a function of the measurements only, so identical pages give
+// identical results; page text reaches the result only as data.
+package local
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bastion-mcp/bastion/capture"
+	"github.com/bastion-mcp/bastion/checks"
+	"github.com/bastion-mcp/bastion/egress/browserproxy"
+	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/evidence"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/tokens"
+)
+
+// Capturer captures one route × viewport; *capture.Pool is the production
+// Capturer.
+type Capturer interface {
+	Capture(ctx context.Context, t capture.Target, m capture.Measure) (*capture.Capture, error)
+}
+
+// Sessions opens a proxy session per capture, so the proxy attributes what
+// it refuses to that capture; *browserproxy.Proxy is the production one.
+type Sessions interface {
+	NewSession() *browserproxy.Session
+}
+
+// Canonicalizer spells a URL the one way the egress guard accepts it;
+// *egress.Guard is the production one. The engine uses it to re-check each
+// route's URL after joining it to the authorized origin (no DNS lookup: the
+// proxy checks every address the browser dials).
+type Canonicalizer interface {
+	Canonicalize(raw string) (*url.URL, error)
+}
+
+// Limits on one request.
+const (
+	MaxRoutes = 20
+	maxRoute  = 1024
+)
+
+// Progress reports one finished capture (err is nil on success).
+type Progress func(route string, vp engine.Viewport, took time.Duration, err error)
+
+// Options tune an Engine. The zero value means defaults.
+type Options struct {
+	Concurrency int           // captures in flight per review; 0 means 3
+	Logger      *slog.Logger  // nil means slog.Default()
+	Progress    Progress      // nil means none
+	Timeout     time.Duration // a whole review or recheck; 0 means 3 minutes
+}
+
+// Engine reviews previews on this machine. It is safe for concurrent use.
+type Engine struct {
+	pool     Capturer
+	sessions Sessions
+	guard    Canonicalizer
+	opts     Options
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// New returns an Engine that captures with pool through sessions of proxy,
+// and re-canonicalizes every route URL with guard.
+func New(pool Capturer, proxy Sessions, guard Canonicalizer, opts Options) *Engine {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 3
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 3 * time.Minute
+	}
+	return &Engine{pool: pool, sessions: proxy, guard: guard, opts: opts}
+}
+
+// shot is one route × viewport capture and what was measured in it.
+type shot struct {
+	route string
+	vp    engine.Viewport
+	cap   *capture.Capture
+	snap  *checks.Snapshot
+	err   error
+}
+
+// Review implements engine.Engine.
+func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	base, routes, vps, err := e.validate(req.URL, req.Routes, req.Viewports)
+	if err != nil {
+		return nil, err
+	}
+	var fileTokens *tokens.Set
+	if req.Tokens != nil {
+		if fileTokens, err = tokens.Parse(req.Tokens); err != nil {
+			return nil, fault.From(err, "the token file could not be read")
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+
+	var jobs []*shot
+	for _, r := range routes {
+		for _, vp := range vps {
+			jobs = append(jobs, &shot{route: r, vp: vp})
+		}
+	}
+	e.captureAll(ctx, base, jobs)
+	if err := ctx.Err(); err != nil {
+		return nil, fault.Wrap(err, fault.CaptureFailed, "the review ran out of time")
+	}
+
+	res := &engine.Result{
+		Findings: []engine.Finding{},
+		Health:   []engine.PageHealth{},
+		Coverage: engine.Coverage{
+			RoutesRequested:    routes,
+			ViewportsRequested: vps,
+			RoutesReviewed:     []string{},
+			ViewportsReviewed:  []engine.Viewport{},
+		},
+	}
+	// Tokens: the file, else the first reviewed page's :root custom
+	// properties (a design system is site-wide), else none.
+	set, from := fileTokens, "file"
+	if set == nil {
+		from = "none"
+		for _, j := range jobs {
+			if j.err == nil && j.snap != nil {
+				if s := tokens.FromCustomProperties(j.snap.RootCustomProperties()); s != nil {
+					set, from = s, "root_custom_properties"
+				}
+				break
+			}
+		}
+	}
+	res.TokensFrom = from
+	res.Coverage.ChecksRun, res.Coverage.ChecksOff = checkCoverage(set != nil)
+	cfg := set
+
+	var raw []engine.Finding
+	reviewed := 0
+	for _, j := range jobs {
+		if j.cap != nil {
+			h := j.cap.Health
+			h.Route = j.route
+			res.Health = append(res.Health, h)
+		}
+		if j.err != nil {
+			res.Coverage.Skipped = append(res.Coverage.Skipped, engine.Skip{
+				What: j.route + " @ " + string(j.vp), Reason: skipReason(j.err),
+			})
+			continue
+		}
+		reviewed++
+		if !slices.Contains(res.Coverage.RoutesReviewed, j.route) {
+			res.Coverage.RoutesReviewed = append(res.Coverage.RoutesReviewed, j.route)
+		}
+		if !slices.Contains(res.Coverage.ViewportsReviewed, j.vp) {
+			res.Coverage.ViewportsReviewed = append(res.Coverage.ViewportsReviewed, j.vp)
+		}
+		for _, f := range runChecks(j.snap, cfg) {
+			f.Route = j.route
+			if len(f.Viewports) == 0 {
+				f.Viewports = []engine.Viewport{j.vp}
+			}
+			raw = append(raw, f)
+		}
+	}
+	slices.SortFunc(res.Coverage.ViewportsReviewed, func(a, b engine.Viewport) int {
+		return cmp.Compare(slices.Index(vps, a), slices.Index(vps, b))
+	})
+	res.Findings = engine.Merge(raw)
+	res.Evidence = e.cutEvidence(res.Findings, jobs)
+	res.Grade = engine.GradeOf(reviewed, res.Findings)
+	return res, nil
+}
+
+// captureAll runs the jobs with bounded concurrency; each job gets its own
+// proxy session, closed when its capture ends.
+func (e *Engine) captureAll(ctx context.Context, base *url.URL, jobs []*shot) {
+	sem := make(chan struct{}, e.opts.Concurrency)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				j.err = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			e.captureOne(ctx, base, j)
+		})
+	}
+	wg.Wait()
+}
+
+func (e *Engine) captureOne(ctx context.Context, base *url.URL, j *shot) {
+	start := time.Now()
+	defer func() {
+		if e.opts.Progress != nil {
+			e.opts.Progress(j.route, j.vp, time.Since(start), j.err)
+		}
+	}()
+	u, err := e.routeURL(base, j.route)
+	if err != nil {
+		j.err = err
+		return
+	}
+	sess := e.sessions.NewSession()
+	defer sess.Close()
+	var snap *checks.Snapshot
+	measure := func(tab context.Context) error {
+		s, err := checks.Collect(tab, j.vp)
+		snap = s
+		return err
+	}
+	c, err := e.pool.Capture(ctx, capture.Target{URL: u, Viewport: j.vp, Session: sess}, measure)
+	j.cap, j.snap, j.err = c, snap, err
+	if err == nil && c.Health.StatusCode >= 400 {
+		j.err = fault.New(fault.CaptureFailed, "the page answered HTTP %d", c.Health.StatusCode)
+	}
+	if j.err == nil && snap == nil {
+		j.err = fault.New(fault.JudgmentFailed, "the page could not be measured")
+	}
+	if j.err != nil {
+		e.opts.Logger.Info("engine: capture skipped", "route", j.route, "viewport", j.vp, "err", j.err)
+	}
+}
+
+// skipReason renders a capture error as "CODE: message", client-safe.
+func skipReason(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return string(fault.CaptureFailed) + ": the capture was cancelled or ran out of time"
+	}
+	f := fault.From(err, "the capture failed")
+	if f.Code == fault.InternalError {
+		f = fault.New(fault.CaptureFailed, "the capture failed")
+	}
+	return string(f.Code) + ": " + f.Message
+}
+
+// checkCoverage lists the checks that ran and those that were off.
+func checkCoverage(haveTokens bool) (run []string, off []engine.Skip) {
+	run = []string{}
+	for _, k := range checkKinds() {
+		if !haveTokens && slices.Contains(tokenKinds(), k) {
+			off = append(off, engine.Skip{What: k, Reason: "no design tokens: no token file was given and the page defines no usable :root custom properties"})
+			continue
+		}
+		run = append(run, k)
+	}
+	slices.Sort(run)
+	return run, off
+}
+
+// cutEvidence crops each finding's box from the first viewport's
+// screenshot of its route and sets EvidenceID. A finding whose box lies
+// outside the screenshot (below the height cap) has no evidence.
+func (e *Engine) cutEvidence(findings []engine.Finding, jobs []*shot) []engine.Evidence {
+	pages := map[string]*evidence.Page{}
+	page := func(route string, vp engine.Viewport) *evidence.Page {
+		k := route + "\x00" + string(vp)
+		if p, ok := pages[k]; ok {
+			return p
+		}
+		var p *evidence.Page
+		for _, j := range jobs {
+			if j.route == route && j.vp == vp && j.err == nil && j.cap != nil {
+				p, _ = evidence.Decode(j.cap.Screenshot)
+			}
+		}
+		pages[k] = p
+		return p
+	}
+	var out []engine.Evidence
+	for i := range findings {
+		f := &findings[i]
+		if len(f.Viewports) == 0 {
+			continue
+		}
+		p := page(f.Route, f.Viewports[0])
+		if p == nil {
+			continue
+		}
+		crop, err := p.Crop(f.Box)
+		if err != nil {
+			continue
+		}
+		f.EvidenceID = evidence.ID(f.ID, crop)
+		out = append(out, engine.Evidence{ID: f.EvidenceID, MIMEType: "image/png", Data: crop})
+	}
+	return out
+}
+
+// Recheck implements engine.Engine: it groups the findings by route and
+// first viewport (the one the finding's box and evidence come from),
+// captures each group once on req.URL's origin and re-measures each
+// finding on its element. Without a token file each group is judged
+// against its own page's :root custom properties. A group whose capture
+// fails makes its findings inconclusive, never passed.
+func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engine.RecheckOutcome, error) {
+	if len(req.Findings) == 0 {
+		return nil, fault.New(fault.InvalidArgument, "no findings to recheck")
+	}
+	var routes []string
+	var vps []engine.Viewport
+	for _, f := range req.Findings {
+		if len(f.Viewports) == 0 {
+			return nil, fault.New(fault.InvalidArgument, "finding %q has no viewport", clip(f.ID))
+		}
+		routes = append(routes, f.Route)
+		vps = append(vps, f.Viewports[0])
+	}
+	base, _, _, err := e.validate(req.URL, routes, vps)
+	if err != nil {
+		return nil, err
+	}
+	var fileTokens *tokens.Set
+	if req.Tokens != nil {
+		if fileTokens, err = tokens.Parse(req.Tokens); err != nil {
+			return nil, fault.From(err, "the token file could not be read")
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+
+	groups := map[string]*shot{}
+	var jobs []*shot
+	for i := range req.Findings {
+		k := routes[i] + "\x00" + string(vps[i])
+		if _, ok := groups[k]; !ok {
+			j := &shot{route: routes[i], vp: vps[i]}
+			groups[k] = j
+			jobs = append(jobs, j)
+		}
+	}
+	e.captureAll(ctx, base, jobs)
+
+	out := make([]engine.RecheckOutcome, len(req.Findings))
+	for i, f := range req.Findings {
+		j := groups[routes[i]+"\x00"+string(vps[i])]
+		if j.err != nil {
+			out[i] = engine.RecheckOutcome{FindingID: f.ID, Outcome: engine.Inconclusive, Reason: skipReason(j.err)}
+			continue
+		}
+		set := fileTokens
+		if set == nil {
+			set = tokens.FromCustomProperties(j.snap.RootCustomProperties())
+		}
+		o := remeasure(j.snap, set, f)
+		o.FindingID = f.ID
+		out[i] = o
+	}
+	return out, nil
+}
+
+// validate checks the base URL, routes and viewports of a request and
+// returns them canonical and deduplicated, in request order.
+func (e *Engine) validate(raw string, routes []string, vps []engine.Viewport) (*url.URL, []string, []engine.Viewport, error) {
+	if raw == "" {
+		return nil, nil, nil, fault.New(fault.InvalidArgument, "url is required")
+	}
+	base, err := e.guard.Canonicalize(raw)
+	if err != nil {
+		return nil, nil, nil, fault.From(err, "the url is not allowed")
+	}
+	if len(routes) == 0 {
+		routes = []string{"/"}
+	}
+	if len(routes) > MaxRoutes {
+		return nil, nil, nil, fault.New(fault.InvalidArgument, "at most %d routes per review", MaxRoutes)
+	}
+	var outR []string
+	for _, r := range routes {
+		if err := checkRoute(r); err != nil {
+			return nil, nil, nil, err
+		}
+		if !slices.Contains(outR, r) {
+			outR = append(outR, r)
+		}
+	}
+	if len(vps) == 0 {
+		return nil, nil, nil, fault.New(fault.InvalidArgument, "at least one viewport is required")
+	}
+	var outV []engine.Viewport
+	for _, v := range vps {
+		if _, _, ok := v.Size(); !ok {
+			return nil, nil, nil, fault.New(fault.InvalidArgument, "unknown viewport %q (want mobile, tablet or desktop)", clip(string(v)))
+		}
+		if !slices.Contains(outV, v) {
+			outV = append(outV, v)
+		}
+	}
+	return base, outR, outV, nil
+}
+
+// checkRoute accepts an absolute path with an optional query: it starts
+// with one "/", and has no scheme, authority, backslash, fragment or
+// control character, so joining it can never change the origin.
+func checkRoute(r string) error {
+	bad := func(why string) error {
+		return fault.New(fault.InvalidArgument, "route %q is not allowed: %s", clip(r), why)
+	}
+	switch {
+	case r == "":
+		return bad("empty")
+	case len(r) > maxRoute:
+		return bad("too long")
+	case r[0] != '/':
+		return bad(`it must start with "/"`)
+	case strings.HasPrefix(r, "//"):
+		return bad(`it must not start with "//"`)
+	case strings.ContainsAny(r, "\\#"):
+		return bad("no backslash or fragment")
+	}
+	for _, c := range r {
+		if c < 0x20 || c == 0x7f || c == ' ' {
+			return bad("no spaces or control characters")
+		}
+	}
+	return nil
+}
+
+// routeURL joins route to base's origin and re-canonicalizes the result; the
+// origin must come out unchanged.
+func (e *Engine) routeURL(base *url.URL, route string) (string, error) {
+	ref, err := url.Parse(route)
+	if err != nil || ref.Scheme != "" || ref.Host != "" || ref.User != nil {
+		return "", fault.New(fault.InvalidArgument, "route %q is not a path", clip(route))
+	}
+	joined := &url.URL{Scheme: base.Scheme, Host: base.Host, Path: ref.Path, RawPath: ref.RawPath, RawQuery: ref.RawQuery}
+	u, err := e.guard.Canonicalize(joined.String())
+	if err != nil {
+		return "", fault.From(err, "the route's url is not allowed")
+	}
+	if u.Scheme != base.Scheme || u.Host != base.Host {
+		return "", fault.New(fault.URLNotAllowed, "route %q leaves the reviewed origin", clip(route))
+	}
+	return u.String(), nil
+}
+
+// clip bounds caller-supplied text quoted in an error, on a rune boundary.
+func clip(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	cut := 80
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
