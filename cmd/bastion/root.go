@@ -23,6 +23,7 @@ func newRootCmd() *cobra.Command {
 		newAuditCmd(),
 		newValidateCmd(),
 		newReviewCmd(),
+		newConformanceFixtureCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root

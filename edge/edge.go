@@ -1,0 +1,420 @@
+// Package edge is bastion's remote MCP front door: one http.Handler that
+// serves both MCP wires on one URL (the 2025-11-25 stateful wire with
+// Mcp-Session-Id, and the 2026-07-28 stateless wire), plus /livez, /readyz, the
+// RFC 9728 metadata passthrough and, on a separate admin handler, /metrics.
+//
+// Invariants:
+//   - Every limit is enforced before the MCP SDK sees a request, and every
+//     refusal has its own reason, counted in bastion_edge_rejections_total.
+//   - The MCP path is dark unless enabled: switched off (config, kill switch) or
+//     off for the caller's tenant, it answers 404 exactly like an unknown path.
+//   - Without a configured trusted proxy, a request carrying Forwarded or any
+//     X-Forwarded-* header is refused; no identity is ever read from them.
+//   - MCP server instances are never shared between clients: newServer is
+//     called once per session on the stateful wire and once per request on the
+//     stateless wire, and a session answers only to the (tenant, principal id)
+//     that created it; anyone else gets the same 404 as an unknown session.
+//   - The request body is read once, bounded in size and time, and checked to
+//     be JSON before routing; input is never echoed back.
+package edge
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/principal"
+)
+
+// Limits and their defaults. The numbers match the peer's HTTP edge.
+const (
+	DefaultMaxBodyBytes            = 256 << 10
+	MaxBodyBytesHardCap            = 1 << 20
+	DefaultBodyTimeout             = 30 * time.Second
+	DefaultMaxInFlightPerPrincipal = 8
+	MaxInFlightPerPrincipalCap     = 64
+	DefaultMaxInFlight             = 256
+	DefaultSessionTimeout          = 30 * time.Minute
+	DefaultPath                    = "/mcp"
+	// MetadataPath is the RFC 9728 protected-resource metadata path; the
+	// path-suffixed form (MetadataPath + Path) is served too.
+	MetadataPath = "/.well-known/oauth-protected-resource"
+)
+
+// Check is one named readiness check for /readyz. Its error text is logged,
+// never served.
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Options configure an Edge. The zero value of each field means its default;
+// Enabled false keeps the MCP path dark.
+type Options struct {
+	// Enabled turns the MCP path on. Off, it answers 404 {"error":"not_found"}.
+	Enabled bool
+	// Off, if non-nil, is consulted per request; true darkens the MCP path
+	// (the lead wires BASTION_MCP=off here).
+	Off func() bool
+	// AgentAccess, if non-nil, reports whether tenant may use the MCP path;
+	// false answers 404 as if the path did not exist.
+	AgentAccess func(ctx context.Context, tenant string) bool
+
+	// Path is the MCP path (default /mcp).
+	Path string
+	// BindAddr is the address the listener binds. Authenticate may be nil
+	// only when it is a loopback address (see CheckBind).
+	BindAddr string
+	// Authenticate puts a principal.Principal in the request context (via
+	// principal.NewContext) or answers 401/403 itself. Nil is allowed only on a
+	// loopback bind, and then DevPrincipal is injected.
+	Authenticate func(http.Handler) http.Handler
+	// DevPrincipal is the caller on an unauthenticated loopback edge
+	// (default principal.Local()).
+	DevPrincipal principal.Principal
+
+	// AllowedHosts lists accepted Host values ("example.com" matches any
+	// port, "example.com:8443" only that port). Empty means loopback names
+	// only (localhost, 127.0.0.1, [::1]).
+	AllowedHosts []string
+	// AllowedOrigins lists exact browser origins ("https://app.example.com").
+	// Empty means a request with an Origin header must be same-origin with
+	// its (already allowed) Host. A request without Origin is not a browser
+	// request and passes.
+	AllowedOrigins []string
+	// TrustedProxy declares that a reverse proxy in front sets forwarding
+	// headers. False (the default) refuses any request that carries them.
+	TrustedProxy bool
+
+	MaxBodyBytes            int64         // default 256 KiB, at most 1 MiB
+	BodyTimeout             time.Duration // default 30 s
+	MaxInFlightPerPrincipal int           // default 8, at most 64
+	MaxInFlight             int           // default 256, across all principals
+	SessionTimeout          time.Duration // idle stateful sessions are closed; default 30 min
+
+	// Ready holds the checks /readyz runs.
+	Ready []Check
+	// Metadata, if non-nil, serves RFC 9728 metadata (unauthenticated).
+	Metadata http.Handler
+	// Registry receives the edge's metrics and is what the admin handler
+	// serves. Nil means a private registry.
+	Registry *prometheus.Registry
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// NewServerFunc returns a fresh MCP server for one client: p is the
+// authenticated caller. It must not return a server shared with another
+// client.
+type NewServerFunc func(ctx context.Context, p principal.Principal) *mcp.Server
+
+// Edge is the MCP edge handler. Create it with New.
+type Edge struct {
+	// Fixed at creation.
+	opts      Options
+	newServer NewServerFunc
+	stateful  *mcp.StreamableHTTPHandler
+	stateless *mcp.StreamableHTTPHandler
+	metrics   *metrics
+	hosts     hostSet
+	log       *slog.Logger
+
+	draining atomic.Bool
+	inflight inflight
+	sessions sessions
+}
+
+// New validates o and returns an Edge. newServer is called per session on the
+// stateful wire and per request on the stateless wire.
+func New(o Options, newServer NewServerFunc) (*Edge, error) {
+	if newServer == nil {
+		return nil, fault.New(fault.InvalidArgument, "edge: newServer is required")
+	}
+	if err := o.withDefaults(); err != nil {
+		return nil, err
+	}
+	if err := CheckBind(o.BindAddr, o.Authenticate != nil); err != nil {
+		return nil, err
+	}
+	e := &Edge{opts: o, newServer: newServer, hosts: newHostSet(o.AllowedHosts), log: o.Logger}
+	e.inflight.init(o.MaxInFlightPerPrincipal, o.MaxInFlight)
+	e.sessions.init()
+	m, err := newMetrics(o.Registry, e)
+	if err != nil {
+		return nil, err
+	}
+	e.metrics = m
+	base := mcp.StreamableHTTPOptions{
+		// The edge validates Host and Origin itself, before the SDK, so a
+		// configured public host behind a loopback proxy is not refused twice.
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        o.MaxBodyBytes,
+		Logger:                     o.Logger,
+	}
+	sf, sl := base, base
+	sf.SessionTimeout = o.SessionTimeout
+	sl.Stateless = true
+	sl.PropagateRequestCancellation = true
+	e.stateful = mcp.NewStreamableHTTPHandler(serverFromContext, &sf)
+	e.stateless = mcp.NewStreamableHTTPHandler(serverFromContext, &sl)
+	return e, nil
+}
+
+func (o *Options) withDefaults() error {
+	if o.Path == "" {
+		o.Path = DefaultPath
+	}
+	if !strings.HasPrefix(o.Path, "/") {
+		return fault.New(fault.InvalidArgument, "edge: path %q must start with /", o.Path)
+	}
+	switch {
+	case o.MaxBodyBytes == 0:
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	case o.MaxBodyBytes < 0 || o.MaxBodyBytes > MaxBodyBytesHardCap:
+		return fault.New(fault.InvalidArgument, "edge: max body bytes must be 1..%d", MaxBodyBytesHardCap)
+	}
+	switch {
+	case o.BodyTimeout == 0:
+		o.BodyTimeout = DefaultBodyTimeout
+	case o.BodyTimeout < 0:
+		return fault.New(fault.InvalidArgument, "edge: body timeout must be positive")
+	}
+	switch {
+	case o.MaxInFlightPerPrincipal == 0:
+		o.MaxInFlightPerPrincipal = DefaultMaxInFlightPerPrincipal
+	case o.MaxInFlightPerPrincipal < 0 || o.MaxInFlightPerPrincipal > MaxInFlightPerPrincipalCap:
+		return fault.New(fault.InvalidArgument, "edge: in-flight per principal must be 1..%d", MaxInFlightPerPrincipalCap)
+	}
+	switch {
+	case o.MaxInFlight == 0:
+		o.MaxInFlight = DefaultMaxInFlight
+	case o.MaxInFlight < 0:
+		return fault.New(fault.InvalidArgument, "edge: global in-flight limit must be positive")
+	}
+	switch {
+	case o.SessionTimeout == 0:
+		o.SessionTimeout = DefaultSessionTimeout
+	case o.SessionTimeout < 0:
+		return fault.New(fault.InvalidArgument, "edge: session timeout must be positive")
+	}
+	if !o.DevPrincipal.IsValid() {
+		o.DevPrincipal = principal.Local()
+	}
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// AdminHandler serves /metrics from the edge's registry. Serve it on its own
+// listener, loopback-only unless configured otherwise (see CheckAdminBind).
+func (e *Edge) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(e.opts.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// ServeHTTP routes health, metadata and MCP requests.
+func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			e.log.Error("edge: handler panic", "type", typeName(v))
+			e.reject(w, reasonInternal)
+		}
+	}()
+	switch p := r.URL.Path; {
+	case p == "/livez":
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	case p == "/readyz":
+		e.serveReady(w, r)
+	case e.opts.Metadata != nil && (p == MetadataPath || p == MetadataPath+e.opts.Path):
+		e.opts.Metadata.ServeHTTP(w, r)
+	case p == e.opts.Path:
+		e.serveMCP(w, r)
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "not_found"})
+	}
+}
+
+func (e *Edge) serveReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	checks := make(map[string]string, len(e.opts.Ready))
+	ok := !e.draining.Load()
+	for _, c := range e.opts.Ready {
+		if err := c.Check(ctx); err != nil {
+			e.log.Warn("edge: readiness check failed", "check", c.Name, "err", err)
+			checks[c.Name] = "fail"
+			ok = false
+			continue
+		}
+		checks[c.Name] = "ok"
+	}
+	status, code := "ok", http.StatusOK
+	if !ok {
+		status, code = "not_ready", http.StatusServiceUnavailable
+	}
+	writeJSON(w, code, map[string]any{"status": status, "checks": checks, "sessions": e.sessions.count()})
+}
+
+// serveMCP applies the edge checks in order, cheapest and least revealing
+// first: dark switch, forwarding headers, Host, Origin, then authentication.
+func (e *Edge) serveMCP(w http.ResponseWriter, r *http.Request) {
+	if !e.opts.Enabled || (e.opts.Off != nil && e.opts.Off()) {
+		e.reject(w, reasonDisabled)
+		return
+	}
+	if e.draining.Load() {
+		e.reject(w, reasonDraining)
+		return
+	}
+	if !e.opts.TrustedProxy && hasForwarding(r.Header) {
+		e.reject(w, reasonForwarded)
+		return
+	}
+	if !e.hosts.allows(r.Host) {
+		e.reject(w, reasonHost)
+		return
+	}
+	if !originAllowed(r, e.opts.AllowedOrigins) {
+		e.reject(w, reasonOrigin)
+		return
+	}
+	next := http.HandlerFunc(e.serveAuthenticated)
+	if e.opts.Authenticate == nil {
+		r = r.WithContext(principal.NewContext(r.Context(), e.opts.DevPrincipal))
+		next.ServeHTTP(w, r)
+		return
+	}
+	e.opts.Authenticate(next).ServeHTTP(w, r)
+}
+
+func (e *Edge) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
+	p, ok := principal.FromContext(r.Context())
+	if !ok {
+		// An authenticator that let a request through without a principal is
+		// a wiring bug; fail closed.
+		e.reject(w, reasonNoPrincipal)
+		return
+	}
+	if e.opts.AgentAccess != nil && !e.opts.AgentAccess(r.Context(), p.Tenant()) {
+		e.reject(w, reasonAgentAccess)
+		return
+	}
+	release, reason := e.inflight.acquire(p, r.Method != http.MethodGet)
+	if reason != "" {
+		e.reject(w, reason)
+		return
+	}
+	defer release()
+
+	var body []byte
+	if r.Method == http.MethodPost {
+		mt, ok := jsonMediaType(r.Header.Get("Content-Type"))
+		if !ok {
+			e.reject(w, reasonMediaType)
+			return
+		}
+		var reason rejection
+		body, reason = e.readBody(w, r)
+		if reason != "" {
+			e.reject(w, reason)
+			return
+		}
+		if mt != "application/json" {
+			// The SDK accepts only the base type; a structured-syntax
+			// suffix type has been checked to be JSON already.
+			r.Header.Set("Content-Type", "application/json")
+		}
+	}
+	// The read deadline covered the request; lift it so a long SSE response
+	// is bounded by the write timeout, not cut off by a background read.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+
+	if Route(r.Method, r.Header, body) == WireStateless {
+		slot := &serverSlot{make: func() *mcp.Server { return e.newServer(r.Context(), p) }}
+		e.stateless.ServeHTTP(w, withSlot(r, slot))
+		return
+	}
+	e.serveStateful(w, r, p)
+}
+
+func (e *Edge) serveStateful(w http.ResponseWriter, r *http.Request, p principal.Principal) {
+	if id := r.Header.Get(sessionHeader); id != "" {
+		s, reason := e.sessions.lookup(id, p)
+		if reason != "" {
+			e.reject(w, reason)
+			return
+		}
+		slot := &serverSlot{srv: s.server}
+		slot.once.Do(func() {})
+		rec := &statusRecorder{ResponseWriter: w}
+		e.stateful.ServeHTTP(rec, withSlot(r, slot))
+		if r.Method == http.MethodDelete && rec.status/100 == 2 {
+			e.sessions.remove(id)
+		}
+		return
+	}
+	slot := &serverSlot{make: func() *mcp.Server { return e.newServer(r.Context(), p) }}
+	cw := &sessionCapture{ResponseWriter: w, onHeader: func(h http.Header) {
+		// Bind before the client can see the id, so its next request
+		// cannot race the binding.
+		if id := h.Get(sessionHeader); id != "" && slot.srv != nil {
+			e.sessions.bind(id, p, slot.srv)
+		}
+	}}
+	e.stateful.ServeHTTP(cw, withSlot(r, slot))
+}
+
+// Shutdown drains the edge: new MCP requests get 503, in-flight calls run to
+// completion, then every stateful session is closed (ending its stream), and
+// Shutdown waits for the remaining requests. It returns ctx's error if ctx
+// ends first. Call it beside http.Server.Shutdown (see Drain).
+func (e *Edge) Shutdown(ctx context.Context) error {
+	e.draining.Store(true)
+	if err := e.inflight.waitCalls(ctx); err != nil {
+		e.sessions.closeAll()
+		return err
+	}
+	e.sessions.closeAll()
+	return e.inflight.waitAll(ctx)
+}
+
+// serverSlot carries, for one request, the MCP server the SDK will ask for
+// (at most twice per request). It creates the server lazily and once.
+type serverSlot struct {
+	once sync.Once
+	make func() *mcp.Server
+	srv  *mcp.Server
+}
+
+type slotKey struct{}
+
+func withSlot(r *http.Request, s *serverSlot) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), slotKey{}, s))
+}
+
+// serverFromContext is the SDK's getServer: it hands back the request's slot.
+func serverFromContext(r *http.Request) *mcp.Server {
+	s, ok := r.Context().Value(slotKey{}).(*serverSlot)
+	if !ok {
+		return nil
+	}
+	s.once.Do(func() { s.srv = s.make() })
+	return s.srv
+}

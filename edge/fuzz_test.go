@@ -1,0 +1,95 @@
+package edge
+
+import (
+	"bytes"
+	"net/http"
+	"testing"
+)
+
+// FuzzRoute checks the wire choice is total and deterministic, never
+// modifies the body, and honours the header rules whatever the body says.
+func FuzzRoute(f *testing.F) {
+	seeds := []struct {
+		method, session, version, body string
+	}{
+		{"POST", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`},
+		{"POST", "", "2026-07-28", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`},
+		{"POST", "", "", `{"jsonrpc":"2.0","id":1,"method":"server/discover"}`},
+		{"POST", "", "", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}]`},
+		{"POST", "abc", "2026-07-28", `{"method":"server/discover"}`},
+		{"GET", "", "", ""},
+		{"DELETE", "s1", "2025-11-25", ""},
+		{"POST", "", "2025-06-18", `{"method":"tools/call","params":{"_meta":null}}`},
+		{"POST", "", "", `{"method":"tools/call","params":[]}`},
+		{"POST", "", "", "\xff\xfe{"},
+		{"POST", "", "9999-99-99", `[`},
+		{"POST", "", "", `   [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`},
+		{"POST", "", "", `{"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}},"method":"server/discover"}`},
+	}
+	for _, s := range seeds {
+		f.Add(s.method, s.session, s.version, []byte(s.body))
+	}
+	f.Fuzz(func(t *testing.T, method, session, version string, body []byte) {
+		h := http.Header{}
+		if session != "" {
+			h.Set(sessionHeader, session)
+		}
+		if version != "" {
+			h.Set(protocolVersionHeader, version)
+		}
+		orig := bytes.Clone(body)
+		w := Route(method, h, body)
+		if w != WireStateful && w != WireStateless {
+			t.Fatalf("Route = %v", w)
+		}
+		if !bytes.Equal(body, orig) {
+			t.Fatal("Route modified the body")
+		}
+		if again := Route(method, h, body); again != w {
+			t.Fatalf("Route not deterministic: %v then %v", w, again)
+		}
+		if h.Get(sessionHeader) != "" && w != WireStateful {
+			t.Fatalf("session id routed to %v", w)
+		}
+		if h.Get(sessionHeader) == "" && h.Get(protocolVersionHeader) >= firstStatelessVersion && w != WireStateless {
+			t.Fatalf("version %q routed to %v", version, w)
+		}
+		if method != http.MethodPost && h.Get(protocolVersionHeader) < firstStatelessVersion && w != WireStateful {
+			t.Fatalf("%s without a new version routed to %v", method, w)
+		}
+	})
+}
+
+func TestRoute(t *testing.T) {
+	t.Parallel()
+	hdr := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			h.Set(kv[i], kv[i+1])
+		}
+		return h
+	}
+	cases := []struct {
+		name   string
+		method string
+		h      http.Header
+		body   string
+		want   Wire
+	}{
+		{"Initialize", "POST", hdr(), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, WireStateful},
+		{"SessionWins", "POST", hdr("Mcp-Session-Id", "s", "Mcp-Protocol-Version", "2026-07-28"), `{"method":"server/discover"}`, WireStateful},
+		{"NewVersionHeader", "POST", hdr("Mcp-Protocol-Version", "2026-07-28"), `{"method":"initialize"}`, WireStateless},
+		{"OldVersionHeader", "POST", hdr("Mcp-Protocol-Version", "2025-11-25"), `{"method":"tools/list"}`, WireStateful},
+		{"MetaVersionNoHeader", "POST", hdr(), `{"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, WireStateless},
+		{"Discover", "POST", hdr(), `{"jsonrpc":"2.0","id":1,"method":"server/discover"}`, WireStateless},
+		{"BatchWithMeta", "POST", hdr(), `[{"method":"ping"},{"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}]`, WireStateless},
+		{"GetNoSession", "GET", hdr(), "", WireStateful},
+		{"GetNewVersion", "GET", hdr("Mcp-Protocol-Version", "2026-07-28"), "", WireStateless},
+		{"Garbage", "POST", hdr(), `{{{`, WireStateful},
+	}
+	for _, c := range cases {
+		if got := Route(c.method, c.h, []byte(c.body)); got != c.want {
+			t.Errorf("%s: Route = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

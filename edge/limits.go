@@ -1,0 +1,349 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bastion-mcp/bastion/principal"
+)
+
+// rejection is a counted reason for refusing a request; its string is the
+// reason label of bastion_edge_rejections_total.
+type rejection string
+
+const (
+	reasonDisabled       rejection = "mcp_disabled"
+	reasonAgentAccess    rejection = "agent_access_off"
+	reasonForwarded      rejection = "forwarded_rejected"
+	reasonHost           rejection = "host_not_allowed"
+	reasonOrigin         rejection = "origin_not_allowed"
+	reasonNoPrincipal    rejection = "unauthenticated"
+	reasonMediaType      rejection = "unsupported_media_type"
+	reasonTooLargeDecl   rejection = "body_too_large_declared"
+	reasonTooLargeStream rejection = "body_too_large_streamed"
+	reasonBodyTimeout    rejection = "body_timeout"
+	reasonBodyRead       rejection = "body_read_failed"
+	reasonInvalidJSON    rejection = "invalid_json"
+	reasonInFlight       rejection = "in_flight_saturated"
+	reasonGlobal         rejection = "global_saturated"
+	reasonUnknownSession rejection = "unknown_session"
+	reasonSessionOwner   rejection = "session_owner_mismatch"
+	reasonDraining       rejection = "draining"
+	reasonInternal       rejection = "internal_error"
+)
+
+// allReasons lists every reason so each counter exists (at zero) from start.
+var allReasons = []rejection{
+	reasonDisabled, reasonAgentAccess, reasonForwarded, reasonHost, reasonOrigin,
+	reasonNoPrincipal, reasonMediaType, reasonTooLargeDecl, reasonTooLargeStream,
+	reasonBodyTimeout, reasonBodyRead, reasonInvalidJSON, reasonInFlight, reasonGlobal,
+	reasonUnknownSession, reasonSessionOwner, reasonDraining, reasonInternal,
+}
+
+// parseError is the JSON-RPC parse error; it never echoes the input.
+var parseError = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`)
+
+// reject writes the response for reason and counts it.
+func (e *Edge) reject(w http.ResponseWriter, reason rejection) {
+	e.metrics.rejections.WithLabelValues(string(reason)).Inc()
+	h := w.Header()
+	switch reason {
+	case reasonDisabled, reasonAgentAccess:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "not_found"})
+	case reasonForwarded:
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "forwarded requests are not accepted"})
+	case reasonHost:
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "host not allowed"})
+	case reasonOrigin:
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "origin not allowed"})
+	case reasonNoPrincipal:
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "unauthorized", "error_description": "a valid bearer access token is required"})
+	case reasonMediaType:
+		h.Set("Connection", "close")
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]any{"error": "unsupported_media_type", "error_description": "POST requires application/json"})
+	case reasonTooLargeDecl, reasonTooLargeStream:
+		h.Set("Connection", "close")
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "payload_too_large"})
+	case reasonBodyTimeout:
+		h.Set("Connection", "close")
+		writeJSON(w, http.StatusRequestTimeout, map[string]any{"error": "request_timeout"})
+	case reasonBodyRead:
+		h.Set("Connection", "close")
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request"})
+	case reasonInvalidJSON:
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(parseError)
+	case reasonInFlight:
+		h.Set("Retry-After", "1")
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too_many_requests", "error_description": "too many in-flight requests"})
+	case reasonGlobal:
+		h.Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "server_busy", "error_description": "too many in-flight requests"})
+	case reasonDraining:
+		h.Set("Retry-After", "1")
+		h.Set("Connection", "close")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "unavailable", "error_description": "server is shutting down"})
+	case reasonUnknownSession, reasonSessionOwner:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_session"})
+	default:
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "internal_error"})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"error":"internal_error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// hasForwarding reports whether h carries Forwarded or any X-Forwarded-*
+// header, which only a configured trusted proxy may set.
+func hasForwarding(h http.Header) bool {
+	for k := range h {
+		if k == "Forwarded" || strings.HasPrefix(k, "X-Forwarded-") {
+			return true
+		}
+	}
+	return false
+}
+
+// hostSet is the Host allowlist: names that match any port, and exact
+// name:port pairs. Names are lower-case; IPv6 literals are kept bracket-free.
+type hostSet struct {
+	anyPort map[string]bool
+	exact   map[string]bool
+}
+
+func newHostSet(allowed []string) hostSet {
+	s := hostSet{anyPort: map[string]bool{}, exact: map[string]bool{}}
+	if len(allowed) == 0 {
+		allowed = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	for _, a := range allowed {
+		a = strings.ToLower(strings.TrimSpace(a))
+		if h, p, err := net.SplitHostPort(a); err == nil {
+			s.exact[net.JoinHostPort(h, p)] = true
+			continue
+		}
+		s.anyPort[strings.Trim(a, "[]")] = true
+	}
+	return s
+}
+
+// allows reports whether the request's Host header is on the list.
+func (s hostSet) allows(host string) bool {
+	host = strings.ToLower(host)
+	if host == "" {
+		return false
+	}
+	name := host
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		if s.exact[net.JoinHostPort(h, p)] {
+			return true
+		}
+		name = h
+	} else if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		return false // a bare IPv6 literal or junk: not a valid Host
+	}
+	return s.anyPort[strings.Trim(name, "[]")]
+}
+
+// originAllowed is DNS-rebinding and cross-site protection: a request without
+// Origin is not from a browser and passes; a browser's Origin must be listed,
+// or, with no list, be same-origin with the request's Host.
+func originAllowed(r *http.Request, allowed []string) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return len(r.Header.Values("Origin")) == 0
+	}
+	if len(allowed) > 0 {
+		for _, a := range allowed {
+			if strings.EqualFold(origin, a) {
+				return true
+			}
+		}
+		return false
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, r.Host)
+}
+
+// jsonMediaType reports the base media type if it is application/json or an
+// application/*+json type.
+func jsonMediaType(ct string) (string, bool) {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", false
+	}
+	if mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
+		return mt, true
+	}
+	return "", false
+}
+
+// readBody reads the whole POST body within the size and time limits and
+// checks it is UTF-8 JSON. It replaces r.Body with the bytes read.
+func (e *Edge) readBody(w http.ResponseWriter, r *http.Request) ([]byte, rejection) {
+	max := e.opts.MaxBodyBytes
+	if r.ContentLength > max {
+		return nil, reasonTooLargeDecl
+	}
+	// The deadline makes a stalled read return on a real connection; the
+	// timer answers on time even where deadlines are unsupported.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	body := r.Body
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(body, max+1))
+		done <- result{b, err}
+	}()
+	t := time.NewTimer(e.opts.BodyTimeout)
+	defer t.Stop()
+	var res result
+	select {
+	case res = <-done:
+	case <-t.C:
+		_ = body.Close()
+		return nil, reasonBodyTimeout
+	}
+	if res.err != nil {
+		if isTimeout(res.err) {
+			return nil, reasonBodyTimeout
+		}
+		return nil, reasonBodyRead
+	}
+	if int64(len(res.b)) > max {
+		return nil, reasonTooLargeStream
+	}
+	if !utf8.Valid(res.b) || !json.Valid(res.b) {
+		return nil, reasonInvalidJSON
+	}
+	r.Body = io.NopCloser(strings.NewReader(string(res.b)))
+	r.ContentLength = int64(len(res.b))
+	return res.b, ""
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// inflight counts calls (every method but GET) per principal and overall,
+// and every request for draining. A GET is a standalone SSE stream: it lives
+// as long as its session, so counting it against the call limits would let a
+// client's idle streams starve its calls; streams are bounded by sessions
+// (one per session, closed with it after SessionTimeout idle) instead.
+type inflight struct {
+	perPrincipal, global int // fixed at init
+
+	mu     sync.Mutex
+	byKey  map[string]int // calls in flight per principal
+	total  int            // all requests in flight, streams included
+	calls  int            // calls in flight
+	change chan struct{}  // closed and replaced whenever total or calls drops
+}
+
+func (f *inflight) init(perPrincipal, global int) {
+	f.perPrincipal, f.global = perPrincipal, global
+	f.byKey = make(map[string]int)
+	f.change = make(chan struct{})
+}
+
+func key(p principal.Principal) string { return p.Tenant() + "\x00" + p.ID() }
+
+func (f *inflight) acquire(p principal.Principal, call bool) (release func(), reason rejection) {
+	k := key(p)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if call {
+		if f.byKey[k] >= f.perPrincipal {
+			return nil, reasonInFlight
+		}
+		if f.calls >= f.global {
+			return nil, reasonGlobal
+		}
+		f.byKey[k]++
+		f.calls++
+	}
+	f.total++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if call {
+				if f.byKey[k]--; f.byKey[k] == 0 {
+					delete(f.byKey, k)
+				}
+				f.calls--
+			}
+			f.total--
+			close(f.change)
+			f.change = make(chan struct{})
+		})
+	}, ""
+}
+
+func (f *inflight) snapshot() (total, calls int, change <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.total, f.calls, f.change
+}
+
+func (f *inflight) waitCalls(ctx context.Context) error {
+	return f.wait(ctx, func(_, calls int) bool { return calls == 0 })
+}
+
+func (f *inflight) waitAll(ctx context.Context) error {
+	return f.wait(ctx, func(total, _ int) bool { return total == 0 })
+}
+
+func (f *inflight) wait(ctx context.Context, done func(total, calls int) bool) error {
+	for {
+		total, calls, change := f.snapshot()
+		if done(total, calls) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-change:
+		}
+	}
+}
+
+// isLoopback reports whether host (a name or IP, no port) is loopback.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && a.Unmap().IsLoopback()
+}

