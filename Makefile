@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/bastion
 FUZZTIME  ?= 10s
 
-.PHONY: all build demo test deps vet lint fuzz bench clean
+.PHONY: all build demo test deps vet lint fuzz bench bench-review conformance clean
 
 all: build
 
@@ -22,6 +22,7 @@ demo: deps build
 test: deps vet
 	@bash scripts/lint.sh
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	@bash -o pipefail -c 'bash scripts/conformance.sh --fixture | tail -4'
 	$(GO) test -count=1 -timeout 20m ./...
 
 vet:
@@ -33,6 +34,14 @@ lint:
 # fuzz runs every fuzz target briefly; longer runs: make fuzz FUZZTIME=60s
 fuzz:
 	@bash scripts/fuzz.sh $(FUZZTIME)
+
+# conformance runs the official MCP conformance suite (from npm) against the
+# fixture server behind bastion's edge, on both protocol revisions.
+conformance:
+	bash scripts/conformance.sh --fixture
+
+bench-review: deps
+	$(GO) run ./bench/review
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
