@@ -1,0 +1,77 @@
+package reviewmcp
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/bastion-mcp/bastion/schemas"
+)
+
+// catalogFile is schemas/mcp-tools.json.
+type catalogFile struct {
+	CatalogVersion string        `json:"catalog_version"`
+	Tools          []catalogTool `json:"tools"`
+}
+
+// catalogTool is one tool as tools/list shows it.
+type catalogTool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title"`
+	Description  string          `json:"description"`
+	Annotations  json.RawMessage `json:"annotations"`
+	Meta         json.RawMessage `json:"_meta"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+}
+
+// catalog is the parsed catalog: each tool's schemas as served and as
+// resolved for validation.
+type catalog struct {
+	version string
+	tools   map[string]*toolSchema
+}
+
+type toolSchema struct {
+	name     string
+	input    json.RawMessage // served verbatim
+	output   json.RawMessage // served verbatim
+	in       *jsonschema.Schema
+	resolved *jsonschema.Resolved
+}
+
+// loadCatalog parses the embedded catalog and resolves each input schema.
+// Every tool toolDefs names must be in it.
+func loadCatalog() (*catalog, error) {
+	var f catalogFile
+	if err := json.Unmarshal(schemas.MCPTools(), &f); err != nil {
+		return nil, fmt.Errorf("schemas/mcp-tools.json: %w", err)
+	}
+	c := &catalog{version: f.CatalogVersion, tools: map[string]*toolSchema{}}
+	for _, t := range f.Tools {
+		ts := &toolSchema{name: t.Name, input: t.InputSchema, output: t.OutputSchema}
+		if err := json.Unmarshal(t.InputSchema, &ts.in); err != nil || ts.in == nil {
+			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: inputSchema: %v", t.Name, err)
+		}
+		r, err := ts.in.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: inputSchema: %w", t.Name, err)
+		}
+		ts.resolved = r
+		var out *jsonschema.Schema
+		if err := json.Unmarshal(t.OutputSchema, &out); err != nil || out == nil {
+			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: outputSchema: %v", t.Name, err)
+		}
+		if _, err := out.Resolve(nil); err != nil {
+			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: outputSchema: %w", t.Name, err)
+		}
+		c.tools[t.Name] = ts
+	}
+	for _, d := range toolDefs() {
+		if c.tools[d.name] == nil {
+			return nil, fmt.Errorf("schemas/mcp-tools.json: no tool %s", d.name)
+		}
+	}
+	return c, nil
+}
