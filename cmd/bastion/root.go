@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 
+	"github.com/bastion-mcp/bastion/reviewmcp"
 	"github.com/spf13/cobra"
 )
 
-// version is stamped by the build; the catalog files carry the same number.
-var version = "0.1.0"
+// version is the one version: serverInfo, the tool catalog and server.json
+// carry the same number, pinned by reviewmcp's tests.
+var version = reviewmcp.Version
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
