@@ -19,6 +19,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/bastion-mcp/bastion/auth"
 	"github.com/bastion-mcp/bastion/targets"
 )
 
@@ -297,4 +298,15 @@ type Store interface {
 	// The verified-targets registry's persistence: TargetGet and
 	// TargetDelete return targets.ErrNotFound for a missing (tenant, host).
 	targets.Store
+}
+
+// PATStore is the personal-access-token persistence every adapter implements
+// beside Store: auth.PATStore plus auth.PATToucher, on the same database.
+// PATGetByHash is the one lookup not scoped by a tenant (the token names its
+// tenant); each adapter documents how it keeps that lookup from reading
+// anything else across tenants. PAT ids are unique per tenant and hashes
+// across all tenants; a duplicate is refused.
+type PATStore interface {
+	auth.PATStore
+	auth.PATToucher
 }

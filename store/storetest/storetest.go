@@ -337,6 +337,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 	})
 
 	exerciseTargets(t, setup, t0)
+	exerciseConcurrency(t, setup, t0)
 
 	t.Run("Sweep", func(t *testing.T) {
 		t.Parallel()
@@ -425,6 +426,147 @@ func exerciseTargets(t *testing.T, setup func(t *testing.T) (context.Context, st
 		}
 		if list, _ := s.TargetList(ctx, "t3"); len(list) != 0 {
 			t.Fatalf("empty tenant lists %+v", list)
+		}
+	})
+}
+
+// exerciseConcurrency races the store's arbitration from many goroutines
+// (many connections, for a server database): reservations against a balance,
+// a cancel against a completion, and sweeps against each other.
+func exerciseConcurrency(t *testing.T, setup func(t *testing.T) (context.Context, store.Store), t0 time.Time) {
+	t.Run("ConcurrentReservationsRespectBalance", func(t *testing.T) {
+		t.Parallel()
+		ctx, s := setup(t)
+		if err := s.BalanceSet(ctx, "t1", 5); err != nil {
+			t.Fatal(err)
+		}
+		const n = 20
+		var wg sync.WaitGroup
+		var ok, short atomic.Int32
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				_, err := s.JobCreate(ctx, createParams(newJob("t1", "p1", fmt.Sprintf("job_%03d", i), fmt.Sprintf("key-bal-%04d", i), t0), 1000))
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case errors.Is(err, store.ErrInsufficientBalance):
+					short.Add(1)
+				default:
+					errs[i] = err
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ok.Load() != 5 || short.Load() != n-5 {
+			t.Fatalf("%d reserved, %d refused; want 5 and %d", ok.Load(), short.Load(), n-5)
+		}
+		if bal, _ := s.BalanceGet(ctx, "t1", 1000); bal != 0 {
+			t.Fatalf("balance = %d, want 0", bal)
+		}
+	})
+
+	t.Run("ConcurrentCancelAndFinish", func(t *testing.T) {
+		t.Parallel()
+		ctx, s := setup(t)
+		const n = 10
+		for i := range n {
+			id := fmt.Sprintf("job_%03d", i)
+			mustCreate(t, s, newJob("t1", "p1", id, fmt.Sprintf("key-race-%04d", i), t0))
+			if _, err := s.JobStart(ctx, &store.JobStartParams{Tenant: "t1", ID: id, Attempt: 1, At: t0}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		errs := make(chan error, 3*n)
+		for i := range n {
+			id := fmt.Sprintf("job_%03d", i)
+			wg.Go(func() {
+				_, err := s.JobFinish(ctx, &store.JobFinishParams{Tenant: "t1", ID: id, State: store.Completed, Result: []byte(`{}`), At: t0.Add(time.Second)})
+				errs <- err
+			})
+			wg.Go(func() {
+				_, err := s.JobCancel(ctx, &store.JobCancelParams{Tenant: "t1", ID: id, Reason: "race", At: t0.Add(time.Second)})
+				errs <- err
+			})
+			wg.Go(func() {
+				_, err := s.JobFinish(ctx, &store.JobFinishParams{Tenant: "t1", ID: id, State: store.Failed, ErrorCode: "X", At: t0.Add(time.Second)})
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Each job ends exactly once: completed (consumed) or failed
+		// (refunded); the cancel either lost or was recorded as a request
+		// that the other outcome then arbitrated.
+		var completed int64
+		for i := range n {
+			j, err := s.JobGet(ctx, "t1", fmt.Sprintf("job_%03d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch j.State {
+			case store.Completed:
+				completed++
+				if j.UnitsConsumed != 1 {
+					t.Fatalf("completed job consumed %d", j.UnitsConsumed)
+				}
+			case store.Failed:
+				if j.UnitsConsumed != 0 {
+					t.Fatalf("failed job consumed %d", j.UnitsConsumed)
+				}
+			default:
+				t.Fatalf("job %s ended %s", j.ID, j.State)
+			}
+		}
+		if bal, _ := s.BalanceGet(ctx, "t1", 10); bal != 10-completed {
+			t.Fatalf("balance = %d, want %d (%d completed)", bal, 10-completed, completed)
+		}
+	})
+
+	t.Run("ConcurrentSweeps", func(t *testing.T) {
+		t.Parallel()
+		ctx, s := setup(t)
+		const n = 6
+		for i := range n {
+			mustCreate(t, s, newJob(fmt.Sprintf("t%d", i%3), "p1", fmt.Sprintf("job_%03d", i), fmt.Sprintf("key-swp-%04d", i), t0))
+		}
+		now := t0.Add(25 * time.Hour)
+		var wg sync.WaitGroup
+		var expired atomic.Int32
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() {
+				res, err := s.JobSweep(ctx, &store.JobSweepParams{Now: now})
+				if err == nil {
+					expired.Add(int32(res.Expired))
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if expired.Load() != n {
+			t.Fatalf("sweeps failed %d jobs in total, want each of %d once", expired.Load(), n)
+		}
+		for i := range 3 {
+			if bal, _ := s.BalanceGet(ctx, fmt.Sprintf("t%d", i), 10); bal != 10 {
+				t.Fatalf("t%d balance = %d, want 10 (refunded once)", i, bal)
+			}
 		}
 	})
 }
