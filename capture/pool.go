@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,12 @@ type Options struct {
 	MaxHeight int
 	// Logger receives browser lifecycle events; nil means slog.Default().
 	Logger *slog.Logger
+	// IgnoreCertErrorsSPKIList is for the offline demo and tests only: base64
+	// SHA-256 hashes of SubjectPublicKeyInfo that the browser trusts whatever
+	// the certificate chain (Chromium's --ignore-certificate-errors-spki-list),
+	// so a self-signed certificate for a stub host can be served locally.
+	// Empty in production: the browser then trusts only the system roots.
+	IgnoreCertErrorsSPKIList []string
 }
 
 func (o Options) withDefaults() Options {
@@ -192,6 +199,9 @@ func (p *Pool) launchLocked(ctx context.Context) (*browser, error) {
 		// chromedp creates it when no user-data-dir flag is given and removes
 		// it when the process exits.
 	)
+	if len(p.opts.IgnoreCertErrorsSPKIList) > 0 {
+		opts = append(opts, chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(p.opts.IgnoreCertErrorsSPKIList, ",")))
+	}
 	actx, acancel := chromedp.NewExecAllocator(p.ctx, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
 	cancel := func() { bcancel(); acancel() }

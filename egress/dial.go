@@ -65,6 +65,11 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 		pinned := netip.AddrPortFrom(a, port)
 		d := g.dialer
 		d.Control = g.control(pinned)
+		if to, ok := g.policy.UnsafeDialOverride[pinned]; ok {
+			// pinned passed every check above; only the connect moves.
+			d.Control = overrideControl(to)
+			pinned = to
+		}
 		conn, err := d.DialContext(ctx, network, pinned.String())
 		if err == nil {
 			return conn, nil
@@ -108,6 +113,19 @@ func (g *Guard) control(pinned netip.AddrPort) func(network, address string, c s
 		if c, ok, _ := g.allowed(a); !ok {
 			g.log.Info("egress denied at connect", "class", c.String())
 			return fault.New(fault.DNSTargetProhibited, "the address to connect to is prohibited")
+		}
+		return nil
+	}
+}
+
+// overrideControl returns a net.Dialer.Control for Policy.UnsafeDialOverride:
+// the connection must go to exactly to, which the operator chose in place of
+// an address the guard already classified.
+func overrideControl(to netip.AddrPort) func(network, address string, c syscall.RawConn) error {
+	return func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil || ap.Addr().Unmap().WithZone("") != to.Addr().Unmap() || ap.Port() != to.Port() {
+			return fault.New(fault.DNSTargetProhibited, "the connection did not go to the checked address")
 		}
 		return nil
 	}

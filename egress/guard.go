@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
@@ -50,6 +51,13 @@ type Policy struct {
 	// Logger receives one record per refusal with the host and the class
 	// (never returned to a caller). Nil discards.
 	Logger *slog.Logger
+	// UnsafeDialOverride is for the offline demo and tests only: a connection
+	// to an already-classified, allowed address A (key) is opened to local
+	// address B (value) instead. Every check (resolution, classification,
+	// scheme and port policy) still runs on A; only the final connect goes to
+	// B, and the connect-time check then requires exactly B. Never set it in
+	// a production composition.
+	UnsafeDialOverride map[netip.AddrPort]netip.AddrPort
 }
 
 // Resolver looks up the addresses of a host. *net.Resolver satisfies it; tests
@@ -90,6 +98,7 @@ func NewGuard(p Policy, r Resolver) *Guard {
 	p.Ports = slices.Clone(p.Ports)
 	p.Deny = slices.Clone(p.Deny)
 	p.Allow = slices.Clone(p.Allow)
+	p.UnsafeDialOverride = maps.Clone(p.UnsafeDialOverride)
 	log := p.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

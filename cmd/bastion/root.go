@@ -23,9 +23,11 @@ func newRootCmd() *cobra.Command {
 		newDemoCmd(),
 		newEgressCmd(),
 		newAuditCmd(),
-		newValidateCmd(),
 		newReviewCmd(),
+		newValidateCmd(),
 		newConformanceFixtureCmd(),
+		newStdioCmd(),
+		newTargetsCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root

@@ -1,0 +1,228 @@
+// Package app is the composition root of bastion's design-review server: it
+// builds the egress guard, the browser egress proxy, the Chromium pool, the
+// local engine, the SQLite store, the targets registry, review.Service and
+// its MCP server, in that order, and tears them down in reverse. `bastion
+// stdio` (and later `bastion serve`) only call it.
+//
+// Invariants: there is no mock or fixture anywhere in the composition, so
+// every judgment comes from a real capture; the only way a URL reaches the
+// browser is review.Service's Authorizer, which is the egress guard's target
+// check plus the tenant's verified-host registry; the unsafe demo wiring
+// (Config.Demo) is off unless a caller sets it, and it changes only where one
+// stub host resolves, where its classified address is dialed and which one
+// certificate the browser trusts.
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+
+	"github.com/bastion-mcp/bastion/capture"
+	"github.com/bastion-mcp/bastion/egress"
+	"github.com/bastion-mcp/bastion/egress/browserproxy"
+	"github.com/bastion-mcp/bastion/engine/local"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/store/sqlite"
+	"github.com/bastion-mcp/bastion/targets"
+)
+
+// Config is what a command decides about the composition. The zero value
+// (plus a Logger) is the production default.
+type Config struct {
+	// DataDir holds the store; "" means sqlite.DefaultDataDir().
+	DataDir string
+	// AllowPrivate lets the local operator's agent review a development
+	// server: the guard allows loopback and private addresses (metadata
+	// endpoints stay denied), and a target whose every address is private
+	// needs no ownership proof. Public targets still need one.
+	AllowPrivate bool
+	// Chrome is the browser executable; "" means capture.FindChrome().
+	Chrome string
+	// Logger receives every log record; nil discards. Never stdout for
+	// stdio: stdout is the protocol.
+	Logger *slog.Logger
+	// Review tunes the service; zero fields mean review's defaults.
+	Review review.Options
+	// Demo, when set, wires the offline demo. Never set it in production.
+	Demo *Demo
+}
+
+// Demo is the offline demo's unsafe wiring: Host resolves to StubAddr (a
+// public address, classified like any other), the connection to
+// StubAddr:443 is opened to Site instead (egress.Policy.UnsafeDialOverride),
+// the browser trusts the one certificate whose SPKI hash is SPKI, and the
+// local tenant has Host pre-verified.
+type Demo struct {
+	Host     string
+	StubAddr netip.Addr
+	Site     netip.AddrPort
+	SPKI     string
+}
+
+// LocalTenant is the tenant of the local principal (principal.Local()).
+const LocalTenant = "local"
+
+// Base is the part of the composition every command needs: the store, the
+// egress guard and the targets registry. It launches no browser.
+type Base struct {
+	Config  Config
+	DB      *sqlite.DB
+	Guard   *egress.Guard
+	Targets *targets.Registry
+	Log     *slog.Logger
+}
+
+// OpenBase opens (creating and migrating) the store in cfg.DataDir and
+// builds the guard and the registry over it.
+func OpenBase(ctx context.Context, cfg Config) (*Base, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.DataDir == "" {
+		d, err := sqlite.DefaultDataDir()
+		if err != nil {
+			return nil, fault.Wrap(err, fault.InternalError, "no data directory: pass --data-dir")
+		}
+		cfg.DataDir = d
+	}
+	dir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fault.Wrap(err, fault.InvalidArgument, "bad data directory %q", cfg.DataDir)
+	}
+	cfg.DataDir = dir
+	db, err := sqlite.Open(ctx, sqlite.PathIn(dir), sqlite.Options{Logger: cfg.Logger})
+	if err != nil {
+		return nil, fault.Wrap(err, fault.Unavailable, "cannot open the store in %s", dir)
+	}
+	policy := egress.Policy{AllowPrivate: cfg.AllowPrivate, Logger: cfg.Logger}
+	var resolver egress.Resolver = net.DefaultResolver
+	if d := cfg.Demo; d != nil {
+		resolver = egress.StaticResolver{d.Host: {d.StubAddr}}.Over(resolver)
+		policy.UnsafeDialOverride = map[netip.AddrPort]netip.AddrPort{netip.AddrPortFrom(d.StubAddr, 443): d.Site}
+	}
+	guard := egress.NewGuard(policy, resolver)
+	reg := targets.NewRegistry(db, net.DefaultResolver, guard.HTTPClient(egress.ClientOptions{}), nil, targets.Options{})
+	b := &Base{Config: cfg, DB: db, Guard: guard, Targets: reg, Log: cfg.Logger}
+	if d := cfg.Demo; d != nil {
+		if err := b.seedDemo(ctx, d.Host); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// seedDemo records host as verified for the local tenant, for a day. Only
+// the demo does this: everyone else proves ownership (bastion targets).
+func (b *Base) seedDemo(ctx context.Context, host string) error {
+	tok := make([]byte, 16)
+	rand.Read(tok)
+	now := time.Now()
+	err := b.DB.TargetPut(ctx, targets.Target{
+		Tenant: LocalTenant, Host: host, Token: hex.EncodeToString(tok), Method: "demo",
+		CreatedAt: now, VerifiedAt: now, ExpiresAt: now.Add(24 * time.Hour),
+	})
+	if err != nil {
+		return fmt.Errorf("app: seed the demo target: %w", err)
+	}
+	return nil
+}
+
+// Close closes the store.
+func (b *Base) Close() error { return b.DB.Close() }
+
+// App is the whole design-review server. Create it with Open, run its jobs
+// with Start, serve it with Serve, and Close it.
+type App struct {
+	*Base
+	Service *review.Service
+
+	proxy   *browserproxy.Proxy
+	pool    *capture.Pool
+	started bool
+}
+
+// Open builds the whole composition. It fails with a typed error when the
+// store cannot be opened or no browser is installed.
+func Open(ctx context.Context, cfg Config) (*App, error) {
+	b, err := OpenBase(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg = b.Config
+	a := &App{Base: b}
+	ok := false
+	defer func() {
+		if !ok {
+			a.closeParts()
+		}
+	}()
+	// RequireAuth: the shared listener serves only capture sessions, so
+	// Chromium's own background traffic gets 407 and has no way out.
+	a.proxy, err = browserproxy.New(b.Guard, browserproxy.Options{AllowHTTP: cfg.AllowPrivate, RequireAuth: true, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fault.Wrap(err, fault.Unavailable, "the egress proxy could not start")
+	}
+	copts := capture.Options{Chrome: cfg.Chrome, ProxyAddr: a.proxy.Addr(), Logger: cfg.Logger}
+	if cfg.Demo != nil {
+		copts.IgnoreCertErrorsSPKIList = []string{cfg.Demo.SPKI}
+	}
+	a.pool, err = capture.NewPool(context.WithoutCancel(ctx), copts)
+	if err != nil {
+		return nil, fault.Wrap(err, fault.Unavailable, "no browser found: install chromium (make deps) or set BASTION_CHROME")
+	}
+	eng := local.New(a.pool, a.proxy, b.Guard, local.Options{Logger: cfg.Logger})
+	auth := Authorizer{Guard: b.Guard, Targets: b.Targets, AllowPrivate: cfg.AllowPrivate}
+	a.Service, err = review.New(review.Deps{Store: b.DB, Engine: eng, Authorizer: auth, Logger: cfg.Logger},
+		riversqlite.New(b.DB.SQL()), cfg.Review)
+	if err != nil {
+		return nil, fault.Wrap(err, fault.InternalError, "the review service could not start")
+	}
+	ok = true
+	return a, nil
+}
+
+// Start runs the service's job workers and sweeper in this process. Jobs a
+// killed process left running are picked up again here.
+func (a *App) Start(ctx context.Context) error {
+	if err := a.Service.Start(ctx); err != nil {
+		return fault.Wrap(err, fault.Unavailable, "the job workers could not start")
+	}
+	a.started = true
+	return nil
+}
+
+// Close stops the workers (running jobs are cancelled when ctx ends and are
+// resumed by the next Start on the same data directory), then the browser,
+// the proxy and the store.
+func (a *App) Close(ctx context.Context) error {
+	var err error
+	if a.started {
+		err = a.Service.Stop(ctx)
+		a.started = false
+	}
+	return errors.Join(err, a.closeParts())
+}
+
+func (a *App) closeParts() error {
+	var errs []error
+	if a.pool != nil {
+		errs = append(errs, a.pool.Close())
+	}
+	if a.proxy != nil {
+		errs = append(errs, a.proxy.Close())
+	}
+	errs = append(errs, a.Base.Close())
+	return errors.Join(errs...)
+}

@@ -1,0 +1,98 @@
+package app
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/bastion-mcp/bastion/egress"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/store/sqlite"
+	"github.com/bastion-mcp/bastion/targets"
+)
+
+// setupAuth returns an Authorizer over a real SQLite registry in which the
+// local tenant has verified preview.example.com.
+func setupAuth(t *testing.T, allowPrivate bool) Authorizer {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, sqlite.PathIn(t.TempDir()), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	resolver := egress.StaticResolver{
+		"preview.example.com":  {netip.MustParseAddr("93.184.216.34")},
+		"other.example.com":    {netip.MustParseAddr("93.184.216.35")},
+		"dev.internal.example": {netip.MustParseAddr("10.0.0.7")},
+		"mixed.example.com":    {netip.MustParseAddr("10.0.0.7"), netip.MustParseAddr("93.184.216.36")},
+	}
+	guard := egress.NewGuard(egress.Policy{AllowPrivate: allowPrivate}, resolver)
+	reg := targets.NewRegistry(db, nil, guard.HTTPClient(egress.ClientOptions{}), nil, targets.Options{})
+	now := time.Now()
+	if err := db.TargetPut(ctx, targets.Target{Tenant: LocalTenant, Host: "preview.example.com", Token: "t", Method: targets.MethodDNSTXT,
+		CreatedAt: now, VerifiedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	return Authorizer{Guard: guard, Targets: reg, AllowPrivate: allowPrivate}
+}
+
+func TestAuthorizer(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name         string
+		allowPrivate bool
+		tenant, url  string
+		want         string     // canonical URL when allowed
+		code         fault.Code // when refused
+	}{
+		{"verified host", false, LocalTenant, "https://Preview.Example.com/pricing", "https://preview.example.com/pricing", ""},
+		{"unverified host", false, LocalTenant, "https://other.example.com/", "", fault.DomainUnverified},
+		{"another tenant's proof", false, "acme", "https://preview.example.com/", "", fault.DomainUnverified},
+		{"IP literal", false, LocalTenant, "https://93.184.216.34/", "", fault.URLNotAllowed},
+		{"plain http", false, LocalTenant, "http://preview.example.com/", "", fault.URLNotAllowed},
+		{"private dev server without allow-private", false, LocalTenant, "http://dev.internal.example:3000/", "", fault.URLNotAllowed},
+		{"private https host without allow-private", false, LocalTenant, "https://dev.internal.example/", "", fault.DomainUnverified},
+		{"private dev server", true, LocalTenant, "http://dev.internal.example:3000/", "http://dev.internal.example:3000/", ""},
+		{"localhost dev server", true, LocalTenant, "http://localhost:5173/app", "http://localhost:5173/app", ""},
+		{"loopback literal", true, LocalTenant, "http://127.0.0.1:8080/", "http://127.0.0.1:8080/", ""},
+		{"public host still needs a proof", true, LocalTenant, "https://other.example.com/", "", fault.DomainUnverified},
+		{"rebinding set is not private", true, LocalTenant, "https://mixed.example.com/", "", fault.DomainUnverified},
+		{"metadata stays denied", true, LocalTenant, "http://169.254.169.254/latest/", "", fault.URLNotAllowed},
+	}
+	auths := map[bool]Authorizer{false: setupAuth(t, false), true: setupAuth(t, true)}
+	for _, tc := range cases {
+		got, _, err := auths[tc.allowPrivate].AuthorizeTarget(context.Background(), tc.tenant, tc.url)
+		switch {
+		case tc.code == "" && (err != nil || got != tc.want):
+			t.Errorf("%s: AuthorizeTarget(%s) = %q, %v; want %q", tc.name, tc.url, got, err, tc.want)
+		case tc.code != "" && !fault.Is(err, tc.code):
+			t.Errorf("%s: AuthorizeTarget(%s) = %q, %v; want %s", tc.name, tc.url, got, err, tc.code)
+		}
+	}
+}
+
+// TestOpenBaseDemo shows the demo wiring verifies only its one host, for
+// the local tenant only, and resolves it to the stub address.
+func TestOpenBaseDemo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	stub := netip.MustParseAddr("93.184.216.34")
+	b, err := OpenBase(ctx, Config{DataDir: t.TempDir(), Demo: &Demo{
+		Host: "preview.example.com", StubAddr: stub, Site: netip.MustParseAddrPort("127.0.0.1:1"), SPKI: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if ok, err := b.Targets.IsVerified(ctx, LocalTenant, "preview.example.com"); !ok || err != nil {
+		t.Errorf("demo host verified = %t, %v", ok, err)
+	}
+	if ok, _ := b.Targets.IsVerified(ctx, "acme", "preview.example.com"); ok {
+		t.Error("the demo host is verified for another tenant")
+	}
+	addrs, err := b.Guard.Resolve(ctx, "preview.example.com")
+	if err != nil || len(addrs) != 1 || addrs[0] != stub {
+		t.Errorf("demo host resolves to %v, %v; want %v", addrs, err, stub)
+	}
+}
