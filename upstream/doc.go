@@ -1,0 +1,64 @@
+// Package upstream holds the gateway's live MCP client sessions to the
+// servers it governs: stdio children, Streamable HTTP and legacy HTTP+SSE
+// servers, Wasm modules run in-process under wazero, and in-process servers.
+// Each is a *Conn with one uniform surface (Session, Tools, CallTool,
+// resources, prompts, Health, Close).
+//
+// Invariants:
+//   - A stdio child's environment is exactly PATH plus the configured
+//     variables, resolved (env:NAME, file:PATH) at every start; bastion's own
+//     environment never leaks into it. The child has its own process group,
+//     is always reaped, is restarted with capped, jittered exponential
+//     backoff after a crash, and is stopped gracefully then by force.
+//   - HTTP and SSE upstreams dial only through the egress guard, carry only
+//     their configured headers, and never see a downstream client's token or
+//     headers: every request is built by this package from configuration.
+//   - A Wasm module is compiled once per Conn (or once per process with a
+//     shared compilation cache), runs with a memory cap, no filesystem except
+//     read-only mounts that are granted, and no network (wasip1 has no
+//     sockets and no host functions are added). An instance that traps, exits
+//     or overruns a call deadline is closed and replaced, never reused.
+//   - Every call has a deadline (Spec.Timeout, DefaultTimeout when unset).
+//     There is no lock on the call path: each Conn multiplexes concurrent
+//     calls over its session, and Conns share nothing, so a slow upstream
+//     never delays another.
+//   - A session that ends (a crash, a trap, a dropped stream) is replaced by
+//     the supervisor; Session waits for the replacement within the caller's
+//     deadline, so callers see a transparent re-initialization. Events
+//     reports each reconnection so the gateway re-lists tools and re-checks
+//     pins.
+//
+// # Routing server-to-client requests
+//
+// An upstream may ask its client for sampling, elicitation or roots while a
+// call is in flight. The gateway is that client, and the question belongs to
+// the downstream client whose call triggered it. The caller attaches its
+// Downstream to the context of each call (WithDownstream). Two routes exist:
+//
+//   - Multi-round-trip servers (protocol 2026-07-28) return their input
+//     requests as part of the call's result; the SDK fulfils them with the
+//     call's own context, so the Downstream in that context answers.
+//   - Older servers send a separate request on the session. MCP gives such a
+//     request no link to the call that caused it (stdio has no per-request
+//     channel), so the Conn attributes it to the downstream of the calls in
+//     flight on that session. When calls from several downstreams are in
+//     flight the request is refused rather than guessed: answering another
+//     principal's sampling prompt would leak data across tenants.
+//
+// Upstreams are offered DefaultProtocolVersion (2025-11-25), under which a
+// server sends such requests during a call; Spec.ProtocolVersion may offer
+// 2026-07-28, where they come back as input requests of the call instead.
+//
+// Progress is routed exactly: each call's progress token is replaced by one
+// unique to the Conn and mapped back to the caller's token and Downstream.
+// # Go guests under wazero
+//
+// wazero reports a guest's stdin as blocking, and Go's wasip1 port runs all
+// goroutines on one thread, so a Go stdio server whose read loop blocks in
+// fd_read never gets to write its answer. The instance's stdin is an OS
+// pipe, which wazero can poll and read without blocking once the guest asks:
+// a Go guest calls syscall.SetNonblock(0, true) and reads os.NewFile(0, ...)
+// instead of os.Stdin (internal/testmcp/cmd/testmcp shows the three lines).
+// Wasm has no fuel metering under wazero: a runaway guest is bounded by the
+// call deadline and the memory cap.
+package upstream
