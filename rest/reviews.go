@@ -1,0 +1,150 @@
+package rest
+
+import (
+	"net/url"
+
+	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/review"
+)
+
+// idempotencyHeader names the request's idempotency key as a header; it
+// and the body's client_request_id are one value, so they must agree.
+const idempotencyHeader = "Idempotency-Key"
+
+// idempotencyKey merges the Idempotency-Key header into body's key.
+func idempotencyKey(c *call, body string) (string, error) {
+	hs := c.r.Header.Values(idempotencyHeader)
+	switch {
+	case len(hs) > 1:
+		return "", fault.New(fault.InvalidArgument, "send at most one %s header", idempotencyHeader)
+	case len(hs) == 0:
+		return body, nil
+	case body != "" && body != hs[0]:
+		return "", fault.New(fault.InvalidArgument, "the %s header and client_request_id differ", idempotencyHeader)
+	}
+	return hs[0], nil
+}
+
+// submit is POST /reviews.
+func (h *handler) submit(c *call) (any, error) {
+	var in review.SubmitParams
+	if err := decodeJSON(c.body, &in); err != nil {
+		return nil, err
+	}
+	key, err := idempotencyKey(c, in.ClientRequestID)
+	if err != nil {
+		return nil, err
+	}
+	in.ClientRequestID = key
+	out, err := h.svc.Submit(c.r.Context(), c.p, &in)
+	if err != nil {
+		return nil, err
+	}
+	c.w.Header().Set("Location", Prefix+"/reviews/"+url.PathEscape(out.Job.JobID))
+	return out, nil
+}
+
+// getResponse is GetResult with its evidence rendered: the crops' bytes as
+// base64 (encoding/json's []byte form), in the evidence view only.
+type getResponse struct {
+	*review.GetResult
+	Evidence []evidence `json:"evidence,omitempty"`
+}
+
+type evidence struct {
+	ID       string `json:"id"`
+	MIMEType string `json:"mime_type"`
+	Data     []byte `json:"data"`
+}
+
+// get is GET /reviews/{job_id}?view=.
+func (h *handler) get(c *call) (any, error) {
+	if err := decodeJSON(c.body, &struct{}{}); err != nil {
+		return nil, err
+	}
+	q := c.r.URL.Query()
+	for k, vs := range q {
+		if k != "view" {
+			return nil, fault.New(fault.InvalidArgument, "unknown query parameter %q", echo(k))
+		}
+		if len(vs) > 1 {
+			return nil, fault.New(fault.InvalidArgument, "view: give it at most once")
+		}
+	}
+	out, err := h.svc.Get(c.r.Context(), c.p, &review.GetParams{JobID: c.r.PathValue("job_id"), View: review.View(q.Get("view"))})
+	if err != nil {
+		return nil, err
+	}
+	return getResponse{GetResult: out, Evidence: renderEvidence(out.Evidence)}, nil
+}
+
+func renderEvidence(ev []engine.Evidence) []evidence {
+	if len(ev) == 0 {
+		return nil
+	}
+	out := make([]evidence, len(ev))
+	for i, e := range ev {
+		out[i] = evidence{ID: e.ID, MIMEType: e.MIMEType, Data: e.Data}
+	}
+	return out
+}
+
+// recheckBody is POST /reviews/{review_id}/recheck's body: RecheckParams
+// without the review id, which the path names.
+type recheckBody struct {
+	FindingIDs       []string `json:"finding_ids"`
+	URL              string   `json:"url,omitempty"`
+	ExpectedRevision string   `json:"expected_revision,omitempty"`
+	ClientRequestID  string   `json:"client_request_id,omitempty"`
+}
+
+// recheck is POST /reviews/{review_id}/recheck.
+func (h *handler) recheck(c *call) (any, error) {
+	var in recheckBody
+	if err := decodeJSON(c.body, &in); err != nil {
+		return nil, err
+	}
+	key, err := idempotencyKey(c, in.ClientRequestID)
+	if err != nil {
+		return nil, err
+	}
+	out, err := h.svc.Recheck(c.r.Context(), c.p, &review.RecheckParams{
+		ReviewID: c.r.PathValue("review_id"), FindingIDs: in.FindingIDs, URL: in.URL,
+		ExpectedRevision: in.ExpectedRevision, ClientRequestID: key,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.w.Header().Set("Location", Prefix+"/reviews/"+url.PathEscape(out.Job.JobID))
+	return out, nil
+}
+
+// cancelBody is POST /reviews/{job_id}/cancel's optional body.
+type cancelBody struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// cancel is POST /reviews/{job_id}/cancel.
+func (h *handler) cancel(c *call) (any, error) {
+	var in cancelBody
+	if err := decodeJSON(c.body, &in); err != nil {
+		return nil, err
+	}
+	return h.svc.Cancel(c.r.Context(), c.p, &review.CancelParams{JobID: c.r.PathValue("job_id"), Reason: in.Reason})
+}
+
+// panelBody is POST /reviews/{job_id}/panel-action's body.
+type panelBody struct {
+	Action    review.PanelActionKind `json:"action"`
+	FindingID string                 `json:"finding_id,omitempty"`
+}
+
+// panelAction is POST /reviews/{job_id}/panel-action.
+func (h *handler) panelAction(c *call) (any, error) {
+	var in panelBody
+	if err := decodeJSON(c.body, &in); err != nil {
+		return nil, err
+	}
+	return h.svc.PanelAction(c.r.Context(), c.p, &review.PanelActionParams{JobID: c.r.PathValue("job_id"), Action: in.Action, FindingID: in.FindingID})
+}
