@@ -2,14 +2,12 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"slices"
-	"strings"
+
+	"github.com/bastion-mcp/bastion/store/migration"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,37 +24,12 @@ const (
 
 // ErrMigrationChanged is matched (errors.Is) when an applied migration's
 // file differs from the one this binary carries.
-var ErrMigrationChanged = errors.New("store/postgres: migration changed after it was applied")
-
-// migration is one schema file.
-type migration struct {
-	id  string
-	sum string // "sha256:" + hex
-	sql string
-}
-
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "*.sql")
-	if err != nil {
-		return nil, fmt.Errorf("store/postgres: list migrations: %w", err)
-	}
-	slices.Sort(names)
-	out := make([]migration, 0, len(names))
-	for _, n := range names {
-		b, err := fs.ReadFile(fsys, n)
-		if err != nil {
-			return nil, fmt.Errorf("store/postgres: read migration %s: %w", n, err)
-		}
-		sum := sha256.Sum256(b)
-		out = append(out, migration{id: strings.TrimSuffix(n, ".sql"), sum: "sha256:" + hex.EncodeToString(sum[:]), sql: string(b)})
-	}
-	return out, nil
-}
+var ErrMigrationChanged = migration.ErrChanged
 
 // migrate brings River's and bastion's schemas up to date as the owner role
 // and grants appRole what serving needs.
 func migrate(ctx context.Context, ownerURL, appRole string, fsys fs.FS, logger *slog.Logger) error {
-	migs, err := loadMigrations(fsys)
+	migs, err := migration.Load(fsys)
 	if err != nil {
 		return err
 	}
@@ -116,7 +89,7 @@ func migrateRiver(ctx context.Context, pool *pgxpool.Pool, conn *pgxpool.Conn, l
 // migrateTx applies bastion's pending migrations inside tx under a
 // transaction-level advisory lock: a second replica waits for the first to
 // commit, then finds nothing to do.
-func migrateTx(ctx context.Context, tx pgx.Tx, migs []migration) error {
+func migrateTx(ctx context.Context, tx pgx.Tx, migs []migration.File) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
 		return fmt.Errorf("store/postgres: migrate: %w", err)
 	}
@@ -135,24 +108,16 @@ func migrateTx(ctx context.Context, tx pgx.Tx, migs []migration) error {
 	if _, err := pgx.ForEachRow(rows, []any{&id, &sum}, func() error { applied[id] = sum; return nil }); err != nil {
 		return fmt.Errorf("store/postgres: migrate: %w", err)
 	}
-	// Verify every applied migration this binary knows before applying any:
-	// a changed history means the schema is not what the code expects.
-	// Applied ids this binary does not know came from a newer binary and are
-	// tolerated, so a rollback keeps working.
-	for _, m := range migs {
-		if sum, ok := applied[m.id]; ok && sum != m.sum {
-			return fmt.Errorf("%w: %s: the database has %s, this binary has %s", ErrMigrationChanged, m.id, sum, m.sum)
-		}
+	pending, err := migration.Pending(migs, applied)
+	if err != nil {
+		return fmt.Errorf("store/postgres: %w", err)
 	}
-	for _, m := range migs {
-		if _, ok := applied[m.id]; ok {
-			continue
+	for _, m := range pending {
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("store/postgres: apply migration %s: %w", m.ID, err)
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("store/postgres: apply migration %s: %w", m.id, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO bastion_schema_migrations (id, checksum) VALUES ($1, $2)`, m.id, m.sum); err != nil {
-			return fmt.Errorf("store/postgres: record migration %s: %w", m.id, err)
+		if _, err := tx.Exec(ctx, `INSERT INTO bastion_schema_migrations (id, checksum) VALUES ($1, $2)`, m.ID, m.Sum); err != nil {
+			return fmt.Errorf("store/postgres: record migration %s: %w", m.ID, err)
 		}
 	}
 	return nil

@@ -16,10 +16,8 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -27,9 +25,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
+
+	"github.com/bastion-mcp/bastion/store/migration"
 
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
@@ -139,37 +138,12 @@ func (s *DB) SQL() *sql.DB { return s.db }
 // Close closes the database.
 func (s *DB) Close() error { return s.db.Close() }
 
-// migration is one schema file.
-type migration struct {
-	id  string
-	sum string // "sha256:" + hex
-	sql string
-}
-
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "*.sql")
-	if err != nil {
-		return nil, fmt.Errorf("store/sqlite: list migrations: %w", err)
-	}
-	slices.Sort(names)
-	out := make([]migration, 0, len(names))
-	for _, n := range names {
-		b, err := fs.ReadFile(fsys, n)
-		if err != nil {
-			return nil, fmt.Errorf("store/sqlite: read migration %s: %w", n, err)
-		}
-		sum := sha256.Sum256(b)
-		out = append(out, migration{id: strings.TrimSuffix(n, ".sql"), sum: "sha256:" + hex.EncodeToString(sum[:]), sql: string(b)})
-	}
-	return out, nil
-}
-
 // migrate applies pending migrations in one transaction (IMMEDIATE, so two
 // processes opening at once apply them once).
 func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) (err error) {
-	migs, err := loadMigrations(fsys)
+	migs, err := migration.Load(fsys)
 	if err != nil {
-		return err
+		return fmt.Errorf("store/sqlite: %w", err)
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -200,25 +174,17 @@ func migrate(ctx context.Context, db *sql.DB, fsys fs.FS) (err error) {
 	if err = rows.Close(); err != nil {
 		return fmt.Errorf("store/sqlite: migrate: %w", err)
 	}
-	// Verify every applied migration this binary knows before applying any:
-	// a changed history means the schema is not what the code expects.
-	// Applied ids this binary does not know came from a newer binary and are
-	// tolerated, so a rollback keeps working.
-	for _, m := range migs {
-		if sum, ok := applied[m.id]; ok && sum != m.sum {
-			return fmt.Errorf("store/sqlite: migration %s was changed after it was applied: database has %s, this binary has %s", m.id, sum, m.sum)
-		}
+	pending, err := migration.Pending(migs, applied)
+	if err != nil {
+		return fmt.Errorf("store/sqlite: %w", err)
 	}
 	now := time.Now().UnixMilli()
-	for _, m := range migs {
-		if _, ok := applied[m.id]; ok {
-			continue
+	for _, m := range pending {
+		if _, err = tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("store/sqlite: apply migration %s: %w", m.ID, err)
 		}
-		if _, err = tx.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("store/sqlite: apply migration %s: %w", m.id, err)
-		}
-		if _, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (id, sha256, applied_at) VALUES (?, ?, ?)`, m.id, m.sum, now); err != nil {
-			return fmt.Errorf("store/sqlite: record migration %s: %w", m.id, err)
+		if _, err = tx.ExecContext(ctx, `INSERT INTO schema_migrations (id, sha256, applied_at) VALUES (?, ?, ?)`, m.ID, m.Sum, now); err != nil {
+			return fmt.Errorf("store/sqlite: record migration %s: %w", m.ID, err)
 		}
 	}
 	if err = tx.Commit(); err != nil {

@@ -2,12 +2,15 @@ package sqlite_test
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/bastion-mcp/bastion/store/migration"
 
 	"github.com/bastion-mcp/bastion/store"
 	"github.com/bastion-mcp/bastion/store/sqlite"
@@ -70,7 +73,7 @@ func TestMigrationsPinned(t *testing.T) {
 		first := m["0001_jobs.sql"]
 		m["0001_jobs.sql"] = &fstest.MapFile{Data: append(append([]byte{}, first.Data...), []byte("\n-- edited\n")...)}
 		_, err := sqlite.Open(ctx, path, sqlite.Options{Migrations: m})
-		if err == nil || !strings.Contains(err.Error(), "migration 0001_jobs was changed after it was applied") {
+		if !errors.Is(err, migration.ErrChanged) || !strings.Contains(err.Error(), "0001_jobs") {
 			t.Fatalf("err = %v, want a changed-migration error", err)
 		}
 	})
