@@ -204,7 +204,12 @@ func (p *Pool) launchLocked(ctx context.Context) (*browser, error) {
 	}
 	actx, acancel := chromedp.NewExecAllocator(p.ctx, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
-	cancel := func() { bcancel(); acancel() }
+	// cancel runs once: chromedp's browser-context cancel waits on a token
+	// that only the first call can take when the launch was cut short, so a
+	// second call would block forever. The process is stopped first because
+	// a browser still starting has no CDP connection to be asked to close.
+	var once sync.Once
+	cancel := func() { once.Do(func() { acancel(); bcancel() }) }
 
 	// The first Run binds the browser's life to its context, so it must be
 	// bctx itself; a timer bounds the launch instead of a deadline.
