@@ -1,8 +1,8 @@
 // Package app is the composition root of bastion's design-review server: it
 // builds the egress guard, the browser egress proxy, the Chromium pool, the
-// local engine, the SQLite store, the targets registry, review.Service and
+// local engine, the store (SQLite, or PostgreSQL for many replicas), the targets registry, review.Service and
 // its MCP server, in that order, and tears them down in reverse. `bastion
-// stdio` (and later `bastion serve`) only call it.
+// stdio` and `bastion serve` only call it.
 //
 // Invariants: there is no mock or fixture anywhere in the composition, so
 // every judgment comes from a real capture; the only way a URL reaches the
@@ -25,14 +25,18 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
+	"github.com/bastion-mcp/bastion/auth"
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine/local"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/store"
+	"github.com/bastion-mcp/bastion/store/postgres"
 	"github.com/bastion-mcp/bastion/store/sqlite"
 	"github.com/bastion-mcp/bastion/targets"
 )
@@ -56,6 +60,27 @@ type Config struct {
 	Review review.Options
 	// Demo, when set, wires the offline demo. Never set it in production.
 	Demo *Demo
+
+	// DatabaseURL, when set, puts the store (and River's jobs) on
+	// PostgreSQL instead of SQLite in DataDir, so several replicas can share
+	// it. It connects as the serving role, which must not own the tables
+	// (see store/postgres).
+	DatabaseURL string
+	// MigrateURL connects as the owner of bastion's tables, which migrates
+	// them and grants the serving role DML only (postgres.Options.MigrateURL).
+	MigrateURL string
+	// UnsafeAllowOwnerRole lets the serving role own the tables, which makes
+	// row-level security decorative. Development on a one-user database only.
+	UnsafeAllowOwnerRole bool
+}
+
+// Store is everything the composition keeps: jobs, targets and personal
+// access tokens, on SQLite or PostgreSQL.
+type Store interface {
+	store.Store
+	targets.Store
+	auth.PATStore
+	Close() error
 }
 
 // Demo is the offline demo's unsafe wiring: Host resolves to StubAddr (a
@@ -64,6 +89,8 @@ type Config struct {
 // the browser trusts the one certificate whose SPKI hash is SPKI, and the
 // local tenant has Host pre-verified.
 type Demo struct {
+	// Tenant has Host pre-verified; "" means LocalTenant.
+	Tenant   string
 	Host     string
 	StubAddr netip.Addr
 	Site     netip.AddrPort
@@ -76,18 +103,37 @@ const LocalTenant = "local"
 // Base is the part of the composition every command needs: the store, the
 // egress guard and the targets registry. It launches no browser.
 type Base struct {
-	Config  Config
-	DB      *sqlite.DB
+	Config Config
+	// Store is DB or PG, whichever is open.
+	Store Store
+	// DB is the SQLite store, nil on PostgreSQL.
+	DB *sqlite.DB
+	// PG is the PostgreSQL store, nil on SQLite.
+	PG      *postgres.DB
 	Guard   *egress.Guard
 	Targets *targets.Registry
 	Log     *slog.Logger
 }
 
-// OpenBase opens (creating and migrating) the store in cfg.DataDir and
-// builds the guard and the registry over it.
+// OpenBase opens (creating and migrating) the store in cfg.DataDir, or on
+// cfg.DatabaseURL, and builds the guard and the registry over it.
 func OpenBase(ctx context.Context, cfg Config) (*Base, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	b := &Base{Log: cfg.Logger}
+	if cfg.DatabaseURL != "" {
+		pg, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{
+			MigrateURL: cfg.MigrateURL, UnsafeAllowOwnerRole: cfg.UnsafeAllowOwnerRole, Logger: cfg.Logger,
+		})
+		if err != nil {
+			if errors.Is(err, postgres.ErrUnsafeRole) {
+				return nil, fault.Wrap(err, fault.InvalidArgument, "the database role bypasses row-level security: serve as a role that owns no table (bastion's CreateAppRole) and migrate with --migrate-url")
+			}
+			return nil, fault.Wrap(err, fault.Unavailable, "cannot open the PostgreSQL store")
+		}
+		b.Store, b.PG = pg, pg
+		return b.finish(ctx, cfg)
 	}
 	if cfg.DataDir == "" {
 		d, err := sqlite.DefaultDataDir()
@@ -105,6 +151,13 @@ func OpenBase(ctx context.Context, cfg Config) (*Base, error) {
 	if err != nil {
 		return nil, fault.Wrap(err, fault.Unavailable, "cannot open the store in %s", dir)
 	}
+	b.Store, b.DB = db, db
+	return b.finish(ctx, cfg)
+}
+
+// finish builds the guard and the registry over the open store.
+func (b *Base) finish(ctx context.Context, cfg Config) (*Base, error) {
+	b.Config = cfg
 	policy := egress.Policy{AllowPrivate: cfg.AllowPrivate, Logger: cfg.Logger}
 	var resolver egress.Resolver = net.DefaultResolver
 	if d := cfg.Demo; d != nil {
@@ -112,25 +165,29 @@ func OpenBase(ctx context.Context, cfg Config) (*Base, error) {
 		policy.UnsafeDialOverride = map[netip.AddrPort]netip.AddrPort{netip.AddrPortFrom(d.StubAddr, 443): d.Site}
 	}
 	guard := egress.NewGuard(policy, resolver)
-	reg := targets.NewRegistry(db, net.DefaultResolver, guard.HTTPClient(egress.ClientOptions{}), nil, targets.Options{})
-	b := &Base{Config: cfg, DB: db, Guard: guard, Targets: reg, Log: cfg.Logger}
+	b.Guard = guard
+	b.Targets = targets.NewRegistry(b.Store, net.DefaultResolver, guard.HTTPClient(egress.ClientOptions{}), nil, targets.Options{})
 	if d := cfg.Demo; d != nil {
-		if err := b.seedDemo(ctx, d.Host); err != nil {
-			db.Close()
+		tenant := d.Tenant
+		if tenant == "" {
+			tenant = LocalTenant
+		}
+		if err := b.seedDemo(ctx, tenant, d.Host); err != nil {
+			b.Store.Close()
 			return nil, err
 		}
 	}
 	return b, nil
 }
 
-// seedDemo records host as verified for the local tenant, for a day. Only
-// the demo does this: everyone else proves ownership (bastion targets).
-func (b *Base) seedDemo(ctx context.Context, host string) error {
+// seedDemo records host as verified for tenant, for a day. Only the demo
+// does this: everyone else proves ownership (bastion targets).
+func (b *Base) seedDemo(ctx context.Context, tenant, host string) error {
 	tok := make([]byte, 16)
 	rand.Read(tok)
 	now := time.Now()
-	err := b.DB.TargetPut(ctx, targets.Target{
-		Tenant: LocalTenant, Host: host, Token: hex.EncodeToString(tok), Method: "demo",
+	err := b.Store.TargetPut(ctx, targets.Target{
+		Tenant: tenant, Host: host, Token: hex.EncodeToString(tok), Method: "demo",
 		CreatedAt: now, VerifiedAt: now, ExpiresAt: now.Add(24 * time.Hour),
 	})
 	if err != nil {
@@ -140,7 +197,15 @@ func (b *Base) seedDemo(ctx context.Context, host string) error {
 }
 
 // Close closes the store.
-func (b *Base) Close() error { return b.DB.Close() }
+func (b *Base) Close() error { return b.Store.Close() }
+
+// Ping reports whether the store answers.
+func (b *Base) Ping(ctx context.Context) error {
+	if b.PG != nil {
+		return b.PG.Ping(ctx)
+	}
+	return b.DB.SQL().PingContext(ctx)
+}
 
 // App is the whole design-review server. Create it with Open, run its jobs
 // with Start, serve it with Serve, and Close it.
@@ -184,9 +249,14 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	}
 	eng := local.New(a.pool, a.proxy, b.Guard, local.Options{Logger: cfg.Logger})
 	auth := Authorizer{Guard: b.Guard, Targets: b.Targets, AllowPrivate: cfg.AllowPrivate}
-	a.Service, err = review.New(review.Deps{Store: b.DB, Engine: eng, Authorizer: auth, Logger: cfg.Logger},
-		riversqlite.New(b.DB.SQL()), cfg.Review)
+	deps := review.Deps{Store: b.Store, Engine: eng, Authorizer: auth, Logger: cfg.Logger}
+	if b.PG != nil {
+		a.Service, err = review.New(deps, riverpgxv5.New(b.PG.Pool()), cfg.Review)
+	} else {
+		a.Service, err = review.New(deps, riversqlite.New(b.DB.SQL()), cfg.Review)
+	}
 	if err != nil {
+		cfg.Logger.Error("app: the review service could not start", "err", err)
 		return nil, fault.Wrap(err, fault.InternalError, "the review service could not start")
 	}
 	ok = true

@@ -27,7 +27,11 @@ func newRootCmd() *cobra.Command {
 		newValidateCmd(),
 		newConformanceFixtureCmd(),
 		newStdioCmd(),
+		newServeCmd(),
+		newTokenCmd(),
 		newTargetsCmd(),
+		newGatewayCmd(),
+		newApprovalsCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root

@@ -73,6 +73,8 @@ type File struct {
 	RateLimit RateLimit          `toml:"ratelimit"`
 	Inspect   Inspect            `toml:"inspect"`
 	Pin       Pin                `toml:"pin"`
+	Audit     Audit              `toml:"audit"`
+	Approvals Approvals          `toml:"approvals"`
 }
 
 // Gateway holds gateway-wide settings.
@@ -103,6 +105,11 @@ type Server struct {
 	// Namespace prefixes the server's tools for clients (NAMESPACE__tool);
 	// empty means the server's key.
 	Namespace string `toml:"namespace"`
+	// Unprefixed serves the server's tools and prompts under their own
+	// names, without NAMESPACE__ (for a gateway in front of one server that
+	// clients must see unchanged); a collision with another server's name
+	// is still refused at start. Policy globs still see SERVER__TOOL.
+	Unprefixed bool `toml:"unprefixed"`
 	// Profile is a profile every call to this server must also pass.
 	Profile string `toml:"profile"`
 	// Tools lists tool names the operator expects this server to offer.

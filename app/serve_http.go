@@ -1,0 +1,350 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bastion-mcp/bastion/auth"
+	"github.com/bastion-mcp/bastion/edge"
+	"github.com/bastion-mcp/bastion/egress"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/rest"
+)
+
+// ServeConfig is what `bastion serve` decides about the HTTP side. The zero
+// value serves loopback only, with personal access tokens.
+type ServeConfig struct {
+	// Addr is the MCP and REST listener (default 127.0.0.1:8080). A
+	// non-loopback address needs authentication (always on unless
+	// UnsafeNoAuth).
+	Addr string
+	// AdminAddr is the /metrics listener (default 127.0.0.1:9090); "-"
+	// disables it. A non-loopback address needs AdminPublic.
+	AdminAddr   string
+	AdminPublic bool
+	// Path is the MCP path (default /mcp).
+	Path string
+
+	AllowedHosts   []string
+	AllowedOrigins []string
+	TrustedProxy   bool
+
+	// Resource is this server's canonical MCP URI (RFC 8707), e.g.
+	// https://bastion.example.com/mcp. Set, it turns on RFC 9728 metadata
+	// and, with Issuer and JWKSURL, OAuth access tokens.
+	Resource string
+	Issuer   string
+	JWKSURL  string
+	// Audience is the required "aud"; "" means Resource.
+	Audience string
+	// TenantClaim names the JWT claim holding the tenant (default tenant_id).
+	TenantClaim string
+	// JWKSAllowPrivate lets the JWKS fetch reach a loopback or private
+	// issuer. For tests and local development only: it opens the egress
+	// guard of that one client to private addresses.
+	JWKSAllowPrivate bool
+
+	// UnsafeNoAuth serves every request as DevPrincipal without any
+	// credential. It is honoured only on a loopback bind; it exists for the
+	// MCP conformance suite, which cannot send a token.
+	UnsafeNoAuth bool
+	DevPrincipal principal.Principal
+
+	// Off, if non-nil, is the kill switch: true makes /mcp answer 404.
+	Off func() bool
+	// Timeouts bound each connection; zero fields mean edge's defaults.
+	Timeouts edge.Timeouts
+	// DrainTimeout bounds the graceful stop (default 20 s).
+	DrainTimeout time.Duration
+	// Prepare, if non-nil, runs once the composition is open and before
+	// anything listens (`serve --dev` creates its token here).
+	Prepare func(ctx context.Context, a *App) error
+	// Listening, if non-nil, is called once both listeners are bound, with
+	// the MCP URL and the admin address ("" when disabled).
+	Listening func(mcpURL, adminAddr string)
+}
+
+func (sc *ServeConfig) defaults() {
+	if sc.Addr == "" {
+		sc.Addr = "127.0.0.1:8080"
+	}
+	if sc.AdminAddr == "" {
+		sc.AdminAddr = "127.0.0.1:9090"
+	}
+	if sc.Path == "" {
+		sc.Path = edge.DefaultPath
+	}
+	if sc.Audience == "" {
+		sc.Audience = sc.Resource
+	}
+	if sc.DrainTimeout == 0 {
+		sc.DrainTimeout = 20 * time.Second
+	}
+}
+
+// HTTP is the composed HTTP side of an App: the edge (MCP, health,
+// metadata), the REST API behind the same authentication, and the admin
+// handler.
+type HTTP struct {
+	Edge    *edge.Edge
+	Handler http.Handler
+	Admin   http.Handler
+}
+
+// NewHTTP composes the HTTP side of a over sc: MCP at sc.Path through the
+// edge with a fresh server per client (MCPServer), REST at /api/v1/ behind
+// the same verifier, /livez, /readyz (store and browser) and RFC 9728
+// metadata when sc.Resource is set. Personal access tokens are always
+// accepted; JWTs when sc.Issuer and sc.JWKSURL are set.
+func (a *App) NewHTTP(sc ServeConfig) (*HTTP, error) {
+	sc.defaults()
+	authn, err := a.authenticator(sc)
+	if err != nil {
+		return nil, err
+	}
+	var md http.Handler
+	if sc.Resource != "" {
+		var issuers []string
+		if sc.Issuer != "" {
+			issuers = []string{sc.Issuer}
+		}
+		md = auth.MetadataHandler(auth.ProtectedResourceMetadata{Resource: sc.Resource, AuthorizationServers: issuers, ResourceName: "bastion"})
+	}
+	o := edge.Options{
+		Enabled:        true,
+		Off:            sc.Off,
+		Path:           sc.Path,
+		BindAddr:       sc.Addr,
+		Authenticate:   authn,
+		DevPrincipal:   sc.DevPrincipal,
+		AllowedHosts:   sc.AllowedHosts,
+		AllowedOrigins: sc.AllowedOrigins,
+		TrustedProxy:   sc.TrustedProxy,
+		Ready: []edge.Check{
+			{Name: "store", Check: a.Ping},
+			{Name: "browser", Check: a.browserReady},
+		},
+		Metadata: md,
+		Registry: prometheus.NewRegistry(),
+		Logger:   a.Log,
+	}
+	e, err := edge.New(o, func(_ context.Context, p principal.Principal) *mcp.Server { return a.MCPServer(p) })
+	if err != nil {
+		return nil, fault.Wrap(err, fault.InvalidArgument, "the MCP edge could not be configured")
+	}
+	restAuth := authn
+	if restAuth == nil {
+		restAuth = injectPrincipal(sc.DevPrincipal)
+	}
+	api := rest.NewHandler(a.Service, rest.NewScopedTargets(a.Targets), rest.Options{MetadataURL: auth.MetadataURL(sc.Resource), Logger: a.Log})
+	mux := http.NewServeMux()
+	mux.Handle(rest.Prefix+"/", checkHost(sc.AllowedHosts, refuseForwarded(sc.TrustedProxy, restAuth(api))))
+	mux.Handle("/", e)
+	return &HTTP{Edge: e, Handler: mux, Admin: e.AdminHandler()}, nil
+}
+
+// browserReady reports whether a browser runs, launching one if none does
+// (the pool relaunches lazily after a crash).
+func (a *App) browserReady(ctx context.Context) error {
+	if a.pool.BrowserPID() != 0 {
+		return nil
+	}
+	return a.pool.Warm(ctx)
+}
+
+// authenticator returns the request authenticator sc asks for, or nil for
+// the unauthenticated loopback edge (UnsafeNoAuth).
+func (a *App) authenticator(sc ServeConfig) (func(http.Handler) http.Handler, error) {
+	if sc.UnsafeNoAuth {
+		if !isLoopbackBind(sc.Addr) {
+			return nil, fault.New(fault.InvalidArgument, "serving without authentication is allowed on a loopback address only")
+		}
+		if !sc.DevPrincipal.IsValid() {
+			return nil, fault.New(fault.InvalidArgument, "serving without authentication needs a development principal")
+		}
+		return nil, nil
+	}
+	pat := auth.PATVerifier(a.Store, nil)
+	var jwt auth.Verifier
+	switch {
+	case sc.Issuer != "" || sc.JWKSURL != "":
+		if sc.Issuer == "" || sc.JWKSURL == "" || sc.Audience == "" {
+			return nil, fault.New(fault.InvalidArgument, "OAuth access tokens need --issuer, --jwks-url and --resource together")
+		}
+		policy := egress.Policy{AllowPrivate: sc.JWKSAllowPrivate, AllowHTTP: sc.JWKSAllowPrivate, Logger: a.Log}
+		client := egress.NewGuard(policy, net.DefaultResolver).HTTPClient(egress.ClientOptions{})
+		v, err := auth.NewJWTVerifier(auth.JWTConfig{
+			Issuer: sc.Issuer, Audience: sc.Audience, JWKSURL: sc.JWKSURL, TenantClaim: sc.TenantClaim,
+		}, client)
+		if err != nil {
+			return nil, fault.Wrap(err, fault.InvalidArgument, "bad OAuth configuration")
+		}
+		jwt = v.Verify
+	}
+	return auth.Middleware(auth.Combined(pat, jwt), auth.MetadataURL(sc.Resource)), nil
+}
+
+// injectPrincipal serves every request as p (the unauthenticated loopback
+// edge's REST side, matching the edge's DevPrincipal).
+func injectPrincipal(p principal.Principal) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
+		})
+	}
+}
+
+// checkHost answers 403 to a request whose Host is not allowed, with the
+// edge's rule (DNS-rebinding protection for the REST API too): an entry
+// without a port matches any port; none means loopback names only.
+func checkHost(allowed []string, next http.Handler) http.Handler {
+	if len(allowed) == 0 {
+		allowed = []string{"localhost", "127.0.0.1", "[::1]"}
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := strings.ToLower(r.Host)
+		name := host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			name = h
+			if strings.Contains(h, ":") {
+				name = "[" + h + "]"
+			}
+		}
+		for _, a := range allowed {
+			if a = strings.ToLower(a); a == host || a == name {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		http.Error(w, `{"error":"forbidden"}`, http.StatusForbidden)
+	})
+}
+
+// refuseForwarded answers 403 to a request carrying forwarding headers when
+// no trusted proxy sets them, as the edge does for MCP: a client must not
+// be able to claim where it came from.
+func refuseForwarded(trusted bool, next http.Handler) http.Handler {
+	if trusted {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k := range r.Header {
+			if k == "Forwarded" || strings.HasPrefix(k, "X-Forwarded-") {
+				http.Error(w, `{"error":"forbidden"}`, http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isLoopbackBind reports whether addr names a loopback host ("localhost"
+// included); an empty host binds every interface and is not loopback.
+func isLoopbackBind(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// RunServe is `bastion serve`: it opens the composition in cfg, starts the
+// job workers (unless noWorkers), serves sc until ctx ends (SIGTERM), then
+// drains: the listener closes, in-flight calls finish, sessions end, and
+// the workers stop (StopGrace).
+func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) error {
+	sc.defaults()
+	authOn := !sc.UnsafeNoAuth
+	if err := edge.CheckBind(sc.Addr, authOn); err != nil {
+		return fault.Wrap(err, fault.InvalidArgument, "refusing to serve on %s without authentication", sc.Addr)
+	}
+	if sc.AdminAddr != "-" {
+		if err := edge.CheckAdminBind(sc.AdminAddr, sc.AdminPublic); err != nil {
+			return fault.Wrap(err, fault.InvalidArgument, "refusing a public metrics listener on %s", sc.AdminAddr)
+		}
+	}
+	a, err := Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if !isLoopbackBind(sc.Addr) && len(sc.AllowedHosts) == 0 {
+		a.Log.Warn("bastion serve: non-loopback address without --allowed-hosts: only loopback Host names are accepted", "addr", sc.Addr)
+	}
+	stop := func() error {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopGrace)
+		defer cancel()
+		return a.Close(stopCtx)
+	}
+	if sc.Prepare != nil {
+		if err := sc.Prepare(ctx, a); err != nil {
+			return errors.Join(err, stop())
+		}
+	}
+	h, err := a.NewHTTP(sc)
+	if err != nil {
+		return errors.Join(err, stop())
+	}
+	if !noWorkers {
+		if err := a.Start(ctx); err != nil {
+			return errors.Join(err, stop())
+		}
+	}
+	// Launch the browser before listening, so /readyz is ready at once and
+	// no launch is in flight when a SIGTERM closes the pool (capture.Pool's
+	// Close waits for a launch to unwind, which can take long under load).
+	if err := a.pool.Warm(ctx); err != nil && ctx.Err() == nil {
+		a.Log.Warn("bastion serve: the browser did not start; /readyz reports it", "err", err)
+	}
+	ln, err := net.Listen("tcp", sc.Addr)
+	if err != nil {
+		return errors.Join(fault.Wrap(err, fault.Unavailable, "cannot listen on %s", sc.Addr), stop())
+	}
+	srv := edge.NewServer(sc.Addr, h.Handler, sc.Timeouts)
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	var admin *http.Server
+	adminAddr := ""
+	if sc.AdminAddr != "-" {
+		aln, err := net.Listen("tcp", sc.AdminAddr)
+		if err != nil {
+			srv.Close()
+			return errors.Join(fault.Wrap(err, fault.Unavailable, "cannot listen on %s", sc.AdminAddr), stop())
+		}
+		adminAddr = aln.Addr().String()
+		admin = edge.NewServer(sc.AdminAddr, h.Admin, sc.Timeouts)
+		go func() { errc <- admin.Serve(aln) }()
+	}
+	mcpURL := fmt.Sprintf("http://%s%s", ln.Addr(), sc.Path)
+	a.Log.Info("bastion serve: listening", "mcp", mcpURL, "admin", adminAddr, "postgres", a.PG != nil, "workers", !noWorkers)
+	if sc.Listening != nil {
+		sc.Listening(mcpURL, adminAddr)
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+		serveErr = fault.Wrap(serveErr, fault.Unavailable, "the listener failed")
+	}
+	a.Log.Info("bastion serve: draining")
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sc.DrainTimeout)
+	defer cancel()
+	drainErr := edge.Drain(drainCtx, srv, h.Edge)
+	if admin != nil {
+		admin.Close()
+	}
+	return errors.Join(serveErr, drainErr, stop())
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bastion-mcp/bastion/app"
+	"github.com/bastion-mcp/bastion/auth"
+	"github.com/bastion-mcp/bastion/edge"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/principal"
+)
+
+// devTenant is the tenant `serve --dev` creates its token for (and the
+// demo wiring pre-verifies its host for).
+const devTenant = "dev"
+
+type serveFlags struct {
+	stdioFlags // data dir, log level, review tuning, demo wiring
+
+	addr, adminAddr, path   string
+	adminPublic             bool
+	databaseURL, migrateURL string
+	unsafeOwnerRole         bool
+	resource, issuer        string
+	jwksURL, audience       string
+	tenantClaim             string
+	jwksAllowPrivate        bool
+	allowedHosts            []string
+	allowedOrigins          []string
+	trustedProxy            bool
+	dev, noWorkers          bool
+	unsafeNoAuth            bool
+}
+
+func newServeCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the design-review tools over remote MCP (Streamable HTTP) and REST",
+		Long: `serve is the remote edge: MCP at --path on both wires (2025-11-25 sessions
+and 2026-07-28 stateless, chosen per request), the REST API at /api/v1/,
+/livez and /readyz on --addr, and /metrics on --admin-addr.
+
+Dark by default: it binds loopback unless told otherwise and refuses a
+non-loopback address without authentication; BASTION_MCP=off makes the MCP
+path answer 404; a request with Forwarded/X-Forwarded-* headers is refused
+unless --trusted-proxy.
+
+Authentication: personal access tokens (bastion token create) always; OAuth
+access tokens (JWT) when --resource, --issuer and --jwks-url are given
+(--jwks-allow-private lets the JWKS fetch reach a loopback issuer, for tests
+and local development only). With --resource, RFC 9728 metadata is served.
+
+State: SQLite in --data-dir by default; --database-url puts it on PostgreSQL
+so several replicas share jobs (serve as a role that owns no table and
+migrate with --migrate-url as the owner). --no-workers serves the API only.
+
+--dev (loopback only) creates a token for tenant "dev" with every scope and
+prints it once on stderr with the URL.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			err := f.run(cmd.Context(), cmd.ErrOrStderr())
+			if err != nil {
+				fe := fault.From(err, "the server could not run")
+				fmt.Fprintf(cmd.ErrOrStderr(), "bastion serve: %s: %s (next_action: %s)\n", fe.Code, fe.Message, fe.NextAction)
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:8080", "MCP and REST listen address (loopback unless authentication is on)")
+	fl.StringVar(&f.adminAddr, "admin-addr", "127.0.0.1:9090", `metrics listen address ("-" disables it)`)
+	fl.BoolVar(&f.adminPublic, "admin-public", false, "allow a non-loopback --admin-addr")
+	fl.StringVar(&f.path, "path", edge.DefaultPath, "MCP path")
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the SQLite store (default $XDG_DATA_HOME/bastion)")
+	fl.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL URL of the serving role (instead of SQLite)")
+	fl.StringVar(&f.migrateURL, "migrate-url", "", "PostgreSQL URL of the role that owns and migrates bastion's tables")
+	fl.BoolVar(&f.unsafeOwnerRole, "unsafe-allow-owner-role", false, "development only: let the serving role own the tables (row-level security then protects nothing)")
+	fl.StringVar(&f.resource, "resource", "", "this server's canonical MCP URI (RFC 8707); enables RFC 9728 metadata")
+	fl.StringVar(&f.issuer, "issuer", "", "OAuth issuer (exact iss)")
+	fl.StringVar(&f.jwksURL, "jwks-url", "", "the issuer's JWKS URL")
+	fl.StringVar(&f.audience, "audience", "", "required aud (default --resource)")
+	fl.StringVar(&f.tenantClaim, "tenant-claim", auth.DefaultTenantClaim, "JWT claim naming the tenant")
+	fl.BoolVar(&f.jwksAllowPrivate, "jwks-allow-private", false, "tests and local development only: fetch the JWKS from a loopback/private issuer")
+	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "accepted Host values (default loopback names)")
+	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "accepted browser Origins (default same-origin)")
+	fl.BoolVar(&f.trustedProxy, "trusted-proxy", false, "a reverse proxy in front sets Forwarded/X-Forwarded-* headers")
+	fl.BoolVar(&f.dev, "dev", false, `loopback development server: create and print a token for tenant "dev"`)
+	fl.BoolVar(&f.noWorkers, "no-workers", false, "serve the API only; another replica runs the jobs")
+	fl.BoolVar(&f.allowPrivate, "allow-private", false, "also allow loopback/private development servers as targets, without an ownership proof")
+	fl.StringVar(&f.logLevel, "log-level", "info", "stderr log level: debug, info, warn or error")
+	fl.DurationVar(&f.reviewTimeout, "review-timeout", 0, "bound on one review or recheck run (default 3m)")
+	fl.DurationVar(&f.rescueAfter, "rescue-stuck-after", 0, "rerun a job left running this long by a dead replica (default review-timeout + 90s)")
+	fl.StringVar(&f.demoSite, "unsafe-demo-site", "", `demo only: HOST=IP:PORT serves HOST (pre-verified for tenant "dev") from a local address`)
+	fl.StringVar(&f.demoSPKI, "unsafe-demo-spki", "", "demo only: base64 SHA-256 SPKI hash of the certificate the browser trusts")
+	fl.BoolVar(&f.unsafeNoAuth, "unsafe-no-auth-loopback", false, `conformance suite only: serve everyone as tenant "dev" without a token; refused unless --addr is loopback`)
+	for _, h := range []string{"unsafe-demo-site", "unsafe-demo-spki", "unsafe-no-auth-loopback"} {
+		fl.MarkHidden(h)
+	}
+	return cmd
+}
+
+func (f serveFlags) run(ctx context.Context, stderr io.Writer) error {
+	cfg, err := f.config(stderr)
+	if err != nil {
+		return err
+	}
+	if f.databaseURL != "" && f.dataDir != "" {
+		return fault.New(fault.InvalidArgument, "pass --data-dir or --database-url, not both")
+	}
+	cfg.DatabaseURL, cfg.MigrateURL, cfg.UnsafeAllowOwnerRole = f.databaseURL, f.migrateURL, f.unsafeOwnerRole
+	if cfg.Demo != nil {
+		cfg.Demo.Tenant = devTenant
+	}
+	devP, err := principal.New(devTenant, "dev", principal.AllScopes()...)
+	if err != nil {
+		return err
+	}
+	sc := app.ServeConfig{
+		Addr: f.addr, AdminAddr: f.adminAddr, AdminPublic: f.adminPublic, Path: f.path,
+		AllowedHosts: f.allowedHosts, AllowedOrigins: f.allowedOrigins, TrustedProxy: f.trustedProxy,
+		Resource: f.resource, Issuer: f.issuer, JWKSURL: f.jwksURL, Audience: f.audience,
+		TenantClaim: f.tenantClaim, JWKSAllowPrivate: f.jwksAllowPrivate,
+		UnsafeNoAuth: f.unsafeNoAuth, DevPrincipal: devP,
+		Off: func() bool { return os.Getenv("BASTION_MCP") == "off" },
+		Listening: func(mcpURL, adminAddr string) {
+			fmt.Fprintf(stderr, "bastion serve: listening on %s (metrics on %s)\n", mcpURL, adminAddr)
+		},
+	}
+	if f.dev || f.unsafeNoAuth {
+		if err := edge.CheckBind(f.addr, false); err != nil {
+			return fault.New(fault.InvalidArgument, "--dev and --unsafe-no-auth-loopback need a loopback --addr")
+		}
+	}
+	if f.dev {
+		sc.Prepare = func(ctx context.Context, a *app.App) error {
+			tok, rec, err := auth.NewPATIssuer(a.Store, nil, nil).Create(ctx, devTenant, "serve --dev", principal.AllScopes(), 24*time.Hour)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "bastion serve --dev: token for tenant %q (id %s, every scope, valid 24h), shown once:\nBASTION_TOKEN=%s\n", devTenant, rec.ID, tok)
+			return nil
+		}
+	}
+	return app.RunServe(ctx, cfg, sc, f.noWorkers)
+}
+
+// parseTTL parses a token lifetime: a Go duration or a number of days ("30d").
+func parseTTL(s string) (time.Duration, error) {
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	var days int
+	if n, err := fmt.Sscanf(s, "%dd", &days); err == nil && n == 1 && fmt.Sprintf("%dd", days) == s && days > 0 {
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fault.New(fault.InvalidArgument, "bad --expires %q: want e.g. 30d or 12h", s)
+	}
+	return d, nil
+}

@@ -1,0 +1,446 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bastion-mcp/bastion/audit"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/gateway"
+	"github.com/bastion-mcp/bastion/upstream"
+)
+
+// ReasonLedger is the denial reason when the ledger cannot record a call.
+const ReasonLedger = "audit ledger unavailable"
+
+// outcome is what one governed request came to, for the ledger and metrics.
+type outcome struct {
+	method   string
+	name     string // as the client sent it
+	server   string // "" when unrouted
+	tool     string // the upstream's name; "" when unrouted
+	decision audit.Decision
+	gate     string
+	rule     string
+	reason   string
+	args     []byte
+	result   []byte
+	start    time.Time
+}
+
+// record appends o to the ledger and counts it. It returns false when the
+// ledger refused, and the caller must then fail the request closed.
+func (l *Loop) record(ctx context.Context, c *client, o *outcome) bool {
+	rule := o.rule
+	if o.gate != "" && rule != "" {
+		rule = o.gate + ":" + rule
+	}
+	lat := time.Since(o.start)
+	_, err := l.ledger.Append(context.WithoutCancel(ctx), audit.Entry{
+		Principal: c.p,
+		Method:    o.method,
+		Server:    o.server,
+		Tool:      o.name,
+		Decision:  o.decision,
+		Rule:      rule,
+		Reason:    o.reason,
+		Latency:   lat,
+		Args:      o.args,
+		Result:    o.result,
+	})
+	if o.method == "tools/call" {
+		l.met.observe(o, lat)
+	}
+	if err != nil {
+		l.met.ledgerFailures.Inc()
+		l.log.LogAttrs(ctx, slog.LevelError, "audit append failed; request refused", slog.String("method", o.method),
+			slog.String("server", o.server), slog.String("err", err.Error()))
+		return false
+	}
+	return true
+}
+
+func denial(reason string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: gateway.DenialPrefix + reason}}}
+}
+
+func ledgerDenial() *mcp.CallToolResult { return denial(ReasonLedger) }
+
+// callTool is the governed tools/call.
+func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	o := &outcome{method: "tools/call", start: time.Now()}
+	var p *mcp.CallToolParamsRaw
+	if req != nil {
+		p = req.Params
+	}
+	if p == nil {
+		p = &mcp.CallToolParamsRaw{}
+	}
+	o.name, o.args = p.Name, p.Arguments
+	if p.RequestState != "" && strings.HasPrefix(p.RequestState, bridgePrefix) {
+		// The client answers input requests of a call already governed.
+		return l.resume(ctx, c, p)
+	}
+	a := &gateway.CallArgs{Principal: c.p, Name: p.Name, Arguments: p.Arguments}
+
+	d, err := l.chain.Check(ctx, a)
+	if err != nil {
+		l.log.LogAttrs(ctx, slog.LevelWarn, "gate failed; call denied", slog.String("err", err.Error()))
+	}
+	o.server, o.tool = a.Server, a.Tool
+	if d.ParkForApproval() {
+		res, replay := l.approval(ctx, c, a, d, o)
+		if !replay {
+			return res, nil
+		}
+		// A human approved exactly this call: run the chain again with the
+		// approval, so every later gate still decides.
+		a.Approved = true
+		if d, err = l.chain.Check(ctx, a); err != nil {
+			l.log.LogAttrs(ctx, slog.LevelWarn, "gate failed; call denied", slog.String("err", err.Error()))
+		}
+	}
+	if !d.Allow {
+		o.decision, o.gate, o.rule, o.reason = audit.Denied, d.Gate, d.Rule, d.Reason
+		if !l.record(ctx, c, o) {
+			return ledgerDenial(), nil
+		}
+		return denial(d.Reason), nil
+	}
+	o.rule, o.gate = d.Rule, gateway.GatePolicy
+
+	s := l.servers[a.Server]
+	up := &mcp.CallToolParams{Meta: hopMeta(p.Meta), Name: a.Tool, Arguments: json.RawMessage(p.Arguments)}
+	if len(p.Arguments) == 0 {
+		up.Arguments = nil
+	}
+	if req != nil && req.Session != nil && multiRoundTrip(req.Session) {
+		return l.bridged(ctx, c, req.Session, s, a, o, up)
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[a.Server]))
+	defer cancel()
+	if req != nil && req.Session != nil {
+		d := &callDown{ss: req.Session, ctx: ctx}
+		ctx = upstream.WithDownstream(ctx, d)
+		defer s.flight.add(d)()
+	}
+	res, err := s.conn.CallTool(ctx, up)
+	return l.finish(ctx, c, a, o, res, err)
+}
+
+// finish inspects and records what the upstream answered and returns what
+// the client gets.
+func (l *Loop) finish(ctx context.Context, c *client, a *gateway.CallArgs, o *outcome, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	if err != nil {
+		return l.upstreamFailed(ctx, c, o, err)
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		o.decision, o.rule, o.reason = audit.UpstreamError, "bad-result", "the upstream's result could not be encoded"
+		if !l.record(ctx, c, o) {
+			return ledgerDenial(), nil
+		}
+		return denial(o.reason), nil
+	}
+	o.result = raw
+	rd, err := l.chain.CheckResult(ctx, a, raw)
+	if err != nil {
+		l.log.LogAttrs(ctx, slog.LevelWarn, "result gate failed; result withheld", slog.String("err", err.Error()))
+	}
+	if !rd.Allow {
+		// The model never sees a blocked result; the ledger keeps its digest.
+		o.decision, o.gate, o.rule, o.reason = audit.Denied, rd.Gate, rd.Rule, rd.Reason
+		if !l.record(ctx, c, o) {
+			return ledgerDenial(), nil
+		}
+		return denial(rd.Reason), nil
+	}
+	o.decision = audit.Allowed
+	if !l.record(ctx, c, o) {
+		return ledgerDenial(), nil
+	}
+	return res, nil
+}
+
+// upstreamFailed classifies a failed upstream call. An upstream's own
+// JSON-RPC error passes through unchanged (the gateway is transparent to
+// the protocol); a timeout, trap or lost session becomes a tool error the
+// model can read.
+func (l *Loop) upstreamFailed(ctx context.Context, c *client, o *outcome, err error) (*mcp.CallToolResult, error) {
+	var rpc *jsonrpc.Error
+	switch {
+	case errors.As(err, &rpc):
+		o.decision, o.rule, o.reason = audit.UpstreamError, "upstream-error", fmt.Sprintf("upstream error %d", rpc.Code)
+	case errors.Is(err, upstream.ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
+		o.decision, o.rule, o.reason = audit.Timeout, "upstream-timeout",
+			fmt.Sprintf("server %s did not answer within %s", o.server, l.cfg.TimeoutOr(l.cfg.Servers[o.server]))
+	case errors.Is(err, upstream.ErrTrapped):
+		o.decision, o.rule, o.reason = audit.Trap, "wasm-trap", fmt.Sprintf("server %s failed during the call and was restarted", o.server)
+	case errors.Is(err, context.Canceled):
+		o.decision, o.rule, o.reason = audit.UpstreamError, "cancelled", "the call was cancelled"
+	default:
+		msg := "the upstream failed"
+		if f, ok := fault.As(err); ok {
+			msg = f.Message
+		}
+		o.decision, o.rule, o.reason = audit.UpstreamError, "upstream-unavailable", msg
+	}
+	if !l.record(ctx, c, o) {
+		return ledgerDenial(), nil
+	}
+	if rpc != nil {
+		return nil, rpc
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bastion error: " + o.reason}}}, nil
+}
+
+// approval handles a call the policy parks. It returns the result to send
+// and false, or true when a human approved exactly this call and it should
+// be replayed.
+func (l *Loop) approval(ctx context.Context, c *client, a *gateway.CallArgs, d gateway.Decision, o *outcome) (*mcp.CallToolResult, bool) {
+	want := Approval{
+		Tenant: c.p.Tenant(), Principal: c.p.ID(), Server: a.Server, Tool: a.Tool, Name: a.Name,
+		ArgsHash: audit.Digest(a.Arguments), Rule: d.Approval.Rule, Reason: d.Approval.Reason,
+	}
+	ap, err := l.approvals.Request(context.WithoutCancel(ctx), want)
+	if err != nil {
+		l.log.LogAttrs(ctx, slog.LevelError, "approval queue failed; call denied", slog.String("err", err.Error()))
+		o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, "approval-unavailable", "the approval queue is unavailable"
+		if !l.record(ctx, c, o) {
+			return ledgerDenial(), false
+		}
+		return denial(o.reason), false
+	}
+	switch ap.Status {
+	case Approved:
+		if err := l.approvals.Consume(context.WithoutCancel(ctx), ap.ID); err != nil {
+			o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, "approval-unavailable", "the approval queue is unavailable"
+			if !l.record(ctx, c, o) {
+				return ledgerDenial(), false
+			}
+			return denial(o.reason), false
+		}
+		return nil, true
+	case Denied:
+		_ = l.approvals.Consume(context.WithoutCancel(ctx), ap.ID)
+		o.decision, o.gate, o.rule = audit.Denied, gateway.GatePolicy, d.Approval.Rule
+		o.reason = fmt.Sprintf("approval %s was denied by %s", ap.ID, nonEmpty(ap.DecidedBy, "an approver"))
+		if !l.record(ctx, c, o) {
+			return ledgerDenial(), false
+		}
+		return denial(o.reason), false
+	}
+	o.decision, o.gate, o.rule = audit.ApprovalPending, gateway.GatePolicy, d.Approval.Rule
+	o.reason = fmt.Sprintf("approval %s pending: %s", ap.ID, d.Approval.Reason)
+	if !l.record(ctx, c, o) {
+		return ledgerDenial(), false
+	}
+	text := fmt.Sprintf("bastion: this call needs a human's approval (approval id %s): %s. "+
+		"It was not run. Once an approver runs `bastion approvals approve %s`, call %s again with the same arguments; "+
+		"calling it earlier returns this message again.", ap.ID, d.Approval.Reason, ap.ID, a.Name)
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: map[string]any{"approval_id": ap.ID, "status": string(Pending)},
+	}, false
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// getPrompt forwards prompts/get to the owning upstream, governed by the
+// policy on SERVER__PROMPT and audited like a call.
+func (c *client) getPrompt(e *promptEntry) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		l := c.l
+		o := &outcome{method: "prompts/get", name: req.Params.Name, server: e.server, tool: e.prompt, start: time.Now()}
+		if args, err := json.Marshal(req.Params.Arguments); err == nil {
+			o.args = args
+		}
+		a := &gateway.CallArgs{Principal: c.p, Name: req.Params.Name, Server: e.server, Tool: e.prompt, Arguments: o.args}
+		if d, _ := l.policy.Check(ctx, a); !d.Allow {
+			o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, d.Rule, d.Reason
+			l.record(ctx, c, o)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: gateway.DenialText(d)}
+		}
+		ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[e.server]))
+		defer cancel()
+		ctx = upstream.WithDownstream(ctx, &callDown{ss: req.Session, ctx: ctx})
+		p := *req.Params
+		p.Name, p.Meta = e.prompt, hopMeta(p.Meta)
+		res, err := l.servers[e.server].conn.GetPrompt(ctx, &p)
+		if err != nil {
+			return nil, l.forwardFailed(ctx, c, o, err)
+		}
+		if raw, err := json.Marshal(res); err == nil {
+			o.result = raw
+			if d, _ := l.chain.CheckResult(ctx, a, raw); !d.Allow {
+				o.decision, o.gate, o.rule, o.reason = audit.Denied, d.Gate, d.Rule, d.Reason
+				l.record(ctx, c, o)
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialText(d)}
+			}
+		}
+		o.decision = audit.Allowed
+		if !l.record(ctx, c, o) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialPrefix + ReasonLedger}
+		}
+		return res, nil
+	}
+}
+
+// readResource forwards resources/read to server, governed by the policy on
+// SERVER__NAME (the resource's or template's name) and audited.
+func (c *client) readResource(server, name string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		l := c.l
+		o := &outcome{method: "resources/read", name: req.Params.URI, server: server, tool: name, start: time.Now()}
+		a := &gateway.CallArgs{Principal: c.p, Name: req.Params.URI, Server: server, Tool: name}
+		if d, _ := l.policy.Check(ctx, a); !d.Allow {
+			o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, d.Rule, d.Reason
+			l.record(ctx, c, o)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: gateway.DenialText(d)}
+		}
+		ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[server]))
+		defer cancel()
+		ctx = upstream.WithDownstream(ctx, &callDown{ss: req.Session, ctx: ctx})
+		rp := *req.Params
+		rp.Meta = hopMeta(rp.Meta)
+		res, err := l.servers[server].conn.ReadResource(ctx, &rp)
+		if err != nil {
+			return nil, l.forwardFailed(ctx, c, o, err)
+		}
+		if raw, err := json.Marshal(res); err == nil {
+			o.result = raw
+			if d, _ := l.chain.CheckResult(ctx, a, raw); !d.Allow {
+				o.decision, o.gate, o.rule, o.reason = audit.Denied, d.Gate, d.Rule, d.Reason
+				l.record(ctx, c, o)
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialText(d)}
+			}
+		}
+		o.decision = audit.Allowed
+		if !l.record(ctx, c, o) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialPrefix + ReasonLedger}
+		}
+		return res, nil
+	}
+}
+
+// forwardFailed records a failed prompts/get or resources/read and returns
+// the protocol error to answer with: the upstream's own, or a client-safe one.
+func (l *Loop) forwardFailed(ctx context.Context, c *client, o *outcome, err error) error {
+	var rpc *jsonrpc.Error
+	switch {
+	case errors.As(err, &rpc):
+		o.decision, o.rule = audit.UpstreamError, "upstream-error"
+	case errors.Is(err, upstream.ErrTimeout) || errors.Is(err, context.DeadlineExceeded):
+		o.decision, o.rule = audit.Timeout, "upstream-timeout"
+	case errors.Is(err, upstream.ErrTrapped):
+		o.decision, o.rule = audit.Trap, "wasm-trap"
+	default:
+		o.decision, o.rule = audit.UpstreamError, "upstream-unavailable"
+	}
+	l.record(ctx, c, o)
+	if rpc != nil {
+		return rpc
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "bastion error: server " + o.server + " did not answer"}
+}
+
+// complete routes completion/complete to the server owning the referenced
+// prompt or resource, under that server's own name for it.
+func (c *client) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	l := c.l
+	cat := l.cat.Load()
+	if req.Params == nil || req.Params.Ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion needs a ref"}
+	}
+	p := *req.Params
+	ref := *p.Ref
+	var server, name string
+	switch ref.Type {
+	case "ref/prompt":
+		e, ok := cat.prompts[ref.Name]
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown prompt"}
+		}
+		server, name, ref.Name = e.server, e.prompt, e.prompt
+	case "ref/resource":
+		if e, ok := cat.templates[ref.URI]; ok {
+			server, name = e.server, e.def.Name
+		} else if e, ok := cat.resources[ref.URI]; ok {
+			server, name = e.server, e.def.Name
+		} else {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown resource"}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown reference type"}
+	}
+	if !l.nameVisible(c.p, server, name) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown reference"}
+	}
+	p.Ref, p.Meta = &ref, hopMeta(p.Meta)
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[server]))
+	defer cancel()
+	return l.servers[server].conn.Complete(upstream.WithDownstream(ctx, &callDown{ss: req.Session, ctx: ctx}), &p)
+}
+
+// subscribe forwards resources/subscribe to the server that owns the URI.
+// (Updates the upstream then sends are not yet relayed: upstream.Conn has
+// no handler for notifications/resources/updated.)
+func (c *client) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	sess, err := c.resourceSession(ctx, req.Params.URI)
+	if err != nil {
+		return err
+	}
+	return sess.Subscribe(ctx, &mcp.SubscribeParams{URI: req.Params.URI})
+}
+
+// unsubscribe forwards resources/unsubscribe.
+func (c *client) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	sess, err := c.resourceSession(ctx, req.Params.URI)
+	if err != nil {
+		return err
+	}
+	return sess.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: req.Params.URI})
+}
+
+func (c *client) resourceSession(ctx context.Context, uri string) (*mcp.ClientSession, error) {
+	e, ok := c.l.cat.Load().resources[uri]
+	if !ok || !c.l.nameVisible(c.p, e.server, e.def.Name) {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.l.cfg.TimeoutOr(c.l.cfg.Servers[e.server]))
+	defer cancel()
+	return c.l.servers[e.server].conn.Session(ctx)
+}
+
+// hopMeta returns the _meta to forward upstream: the client's own keys and
+// progress token, without the io.modelcontextprotocol/ keys, which describe
+// the client's session with the gateway (its protocol version, client info,
+// log level) and not the gateway's session with the upstream.
+func hopMeta(m mcp.Meta) mcp.Meta {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(mcp.Meta, len(m))
+	for k, v := range m {
+		if !strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

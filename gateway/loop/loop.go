@@ -1,0 +1,570 @@
+//lint:file-ignore SA1019 sampling, elicitation, roots and logging are part of MCP 2025-11-25, the revision bastion targets and must relay; deprecated only from 2026-07-28.
+
+// Package loop is the governing gateway's MCP loop: it merges the tools,
+// prompts and resources of every configured upstream into one namespaced
+// catalog, serves it to each client through its own *mcp.Server, and runs
+// every tools/call through the gates (routing → policy with approval → pin →
+// rate limit → inspect), the upstream, the result inspection and the audit
+// ledger.
+//
+// Invariants:
+//   - Names are stable: a tool or prompt is "NAMESPACE__name"; a collision
+//     between servers is refused at start and never resolved by suffixing (a
+//     later collision after list_changed keeps the first owner and is
+//     logged). Resource URIs are not rewritten; a URI two servers offer is
+//     served by the first server in key order.
+//   - Every tools/call outcome (allowed, denied with gate and rule, parked
+//     for approval, upstream error, timeout, trap) appends exactly one ledger
+//     record under context.WithoutCancel; a failed append replaces whatever
+//     the call produced with the denial "audit ledger unavailable".
+//   - A denial is a tool result with isError and "bastion denied: <reason>",
+//     never a protocol error; an unknown tool name is a denial too.
+//   - Clients share no protocol state: NewServer builds a fresh *mcp.Server
+//     per client, filled only with what that principal may see.
+//   - The call path holds no lock shared between upstreams: the catalog is an
+//     immutable snapshot behind an atomic pointer and each upstream Conn
+//     multiplexes its own calls, so a slow upstream never delays another.
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bastion-mcp/bastion/audit"
+	"github.com/bastion-mcp/bastion/gateway"
+	"github.com/bastion-mcp/bastion/gateway/config"
+	"github.com/bastion-mcp/bastion/gateway/inspect"
+	"github.com/bastion-mcp/bastion/gateway/pin"
+	"github.com/bastion-mcp/bastion/gateway/policy"
+	"github.com/bastion-mcp/bastion/gateway/ratelimit"
+	"github.com/bastion-mcp/bastion/upstream"
+)
+
+// Ledger is where outcomes are recorded; *audit.Ledger satisfies it.
+type Ledger interface {
+	Append(ctx context.Context, e audit.Entry) (audit.Record, error)
+}
+
+// Dialer opens the upstream keyed name, delivering its announcements to ev.
+// The loop calls it once per configured server at New.
+type Dialer func(ctx context.Context, name string, ev upstream.Events) (*upstream.Conn, error)
+
+// Deps are the loop's collaborators.
+type Deps struct {
+	// Dial opens each configured server (see StandardDialer). Required.
+	Dial Dialer
+	// Ledger records every outcome. Required: a gateway without a ledger
+	// would govern unaudited.
+	Ledger Ledger
+	// PinStore keeps approved tool hashes; nil means an in-memory store.
+	PinStore pin.Store
+	// Approvals keeps parked calls; nil means an in-memory queue.
+	Approvals Approvals
+	// Metrics receives the loop's collectors; nil means a private registry.
+	Metrics prometheus.Registerer
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Version is reported as the gateway's serverInfo version.
+	Version string
+	// PageSize bounds list pages; zero means the SDK's default.
+	PageSize int
+}
+
+// Loop is the gateway. Create it with New; it is safe for concurrent use.
+type Loop struct {
+	// Fixed at New.
+	cfg       *config.File
+	servers   map[string]*serverState // by [server.X] key
+	order     []string                // server keys, sorted
+	chain     *gateway.Chain
+	policy    *policy.Policy
+	pins      *pin.Gate
+	inspect   *inspect.Gate
+	ledger    Ledger
+	approvals Approvals
+	log       *slog.Logger
+	met       *metrics
+	version   string
+	pageSize  int
+
+	cat     atomic.Pointer[catalog] // the live merged catalog
+	rebuild sync.Mutex              // serializes catalog rebuilds (never held by calls)
+
+	bridges  sync.Map // request state → *bridge, for multi-round-trip clients
+	awaiting sync.Map // principal and server → *bridge waiting for answers
+
+	clientsMu sync.Mutex // guards clients and swept
+	clients   map[*client]struct{}
+	swept     time.Time
+
+	closing    atomic.Bool
+	logsWanted atomic.Bool    // a client set a logging level; upstreams send everything
+	wg         sync.WaitGroup // refreshes in flight
+}
+
+// serverState is one upstream and what it last listed.
+type serverState struct {
+	name string // [server.X] key
+	ns   string // client-facing namespace
+	bare bool   // names are served unprefixed
+	conn *upstream.Conn
+
+	refresh sync.Mutex // serializes re-listing this server
+
+	mu        sync.Mutex // guards the fields below
+	tools     []*mcp.Tool
+	prompts   []*mcp.Prompt
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+
+	flight inflight // client sessions with calls in flight, for log routing
+}
+
+// New connects every configured server (through deps.Dial), observes their
+// tools for pins and inspection, builds the merged catalog and the gate
+// chain. It fails when a server cannot be reached, lists a colliding name,
+// or the policy does not compile.
+func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
+	if deps.Dial == nil || deps.Ledger == nil {
+		return nil, errors.New("loop: Dial and Ledger are required")
+	}
+	l := &Loop{
+		cfg:       cfg,
+		servers:   map[string]*serverState{},
+		ledger:    deps.Ledger,
+		approvals: deps.Approvals,
+		log:       deps.Logger,
+		version:   deps.Version,
+		pageSize:  deps.PageSize,
+		clients:   map[*client]struct{}{},
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if l.approvals == nil {
+		l.approvals = NewMemApprovals()
+	}
+	if l.version == "" {
+		l.version = "0"
+	}
+	var err error
+	if l.policy, err = policy.New(cfg); err != nil {
+		return nil, err
+	}
+	store := deps.PinStore
+	if store == nil {
+		store = &pin.MemStore{}
+	}
+	l.pins = pin.New(store, pinOptions(cfg.Pin))
+	scanner, mode, err := inspect.FromConfig(cfg.Inspect)
+	if err != nil {
+		return nil, err
+	}
+	l.inspect = inspect.NewGate(scanner, mode)
+	lim, err := ratelimit.New(ratelimit.FromConfig(cfg.RateLimit))
+	if err != nil {
+		return nil, err
+	}
+	stages := gateway.Stages{
+		Routing: gateway.RoutingGate{Router: router{l}},
+		Policy:  l.policy,
+		Pin:     l.pins,
+		Inspect: l.inspect,
+	}
+	if lim.Enabled() {
+		stages.RateLimit = lim
+	}
+	if l.chain, err = gateway.NewChain(stages); err != nil {
+		return nil, err
+	}
+	for name := range cfg.Servers {
+		l.order = append(l.order, name)
+	}
+	sort.Strings(l.order)
+	fail := func(err error) (*Loop, error) {
+		l.Close()
+		return nil, err
+	}
+	for _, name := range l.order {
+		s := &serverState{name: name, ns: cfg.Servers[name].NamespaceOf(name), bare: cfg.Servers[name].Unprefixed}
+		conn, err := deps.Dial(ctx, name, events{l})
+		if err != nil {
+			return fail(fmt.Errorf("loop: server %s: %w", name, err))
+		}
+		s.conn = conn
+		l.servers[name] = s
+	}
+	if l.met, err = newMetrics(deps.Metrics, l); err != nil {
+		return fail(err)
+	}
+	for _, name := range l.order {
+		if err := l.list(ctx, l.servers[name]); err != nil {
+			return fail(err)
+		}
+	}
+	cat, collisions := l.build()
+	var fatal []string
+	for _, c := range collisions {
+		if strings.HasPrefix(c, "tool ") || strings.HasPrefix(c, "prompt ") {
+			fatal = append(fatal, c)
+		}
+	}
+	if len(fatal) > 0 {
+		return fail(fmt.Errorf("loop: name collisions between servers (rename a namespace): %v", fatal))
+	}
+	if len(collisions) > 0 {
+		l.log.Warn("resource URIs offered by several servers; the first server (by key) serves each", "uris", collisions)
+	}
+	l.cat.Store(cat)
+	return l, nil
+}
+
+func pinOptions(c config.Pin) pin.Options {
+	o := pin.Options{Mode: pin.Strict, TOFU: c.TOFU == nil || *c.TOFU}
+	if c.Mode == config.PinWarn {
+		o.Mode = pin.Warn
+	}
+	return o
+}
+
+// Close closes every upstream. Clients' servers stop answering calls.
+func (l *Loop) Close() error {
+	l.closing.Store(true)
+	var errs []error
+	for _, s := range l.servers {
+		if s.conn != nil {
+			errs = append(errs, s.conn.Close())
+		}
+	}
+	l.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Pins returns the pin gate (for `bastion pin approve` wired in process).
+func (l *Loop) Pins() *pin.Gate { return l.pins }
+
+// Approvals returns the approval queue.
+func (l *Loop) Approvals() Approvals { return l.approvals }
+
+// Refresh re-lists srv and republishes the catalog; the loop does this on
+// every list_changed and reconnection. After pin.Approve, call it so the
+// approved tools reappear for connected clients.
+func (l *Loop) Refresh(ctx context.Context, srv string) error {
+	s, ok := l.servers[srv]
+	if !ok {
+		return fmt.Errorf("loop: unknown server %q", srv)
+	}
+	if err := l.list(ctx, s); err != nil {
+		return err
+	}
+	l.publish()
+	return nil
+}
+
+// Republish rebuilds the catalog from what the servers last listed and
+// resynchronizes every client (after a pin approval, for example).
+func (l *Loop) Republish() { l.publish() }
+
+// list re-reads what s offers and observes its tools for pins and
+// inspection.
+func (l *Loop) list(ctx context.Context, s *serverState) error {
+	s.refresh.Lock()
+	defer s.refresh.Unlock()
+	tools, err := s.conn.Tools(ctx)
+	if err != nil {
+		return fmt.Errorf("loop: server %s: listing tools: %w", s.name, err)
+	}
+	raw := make([]json.RawMessage, 0, len(tools))
+	for _, t := range tools {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return fmt.Errorf("loop: server %s: tool %q: %w", s.name, t.Name, err)
+		}
+		raw = append(raw, b)
+	}
+	rep, err := l.pins.Observe(ctx, s.name, raw)
+	if err != nil {
+		return fmt.Errorf("loop: server %s: pins: %w", s.name, err)
+	}
+	if len(rep.Changed) > 0 || len(rep.Added) > 0 && rep.Pinned {
+		l.log.LogAttrs(ctx, slog.LevelWarn, "tool definitions differ from their pins; held until `bastion pin approve`",
+			slog.String("server", s.name), slog.Any("changed", rep.Changed), slog.Any("added", rep.Added))
+	}
+	for _, f := range l.inspect.ObserveTools(s.name, raw) {
+		l.log.LogAttrs(ctx, slog.LevelWarn, "tool description flagged", slog.String("server", s.name), slog.Any("finding", f))
+	}
+	// Prompts and resources are optional capabilities: a server without
+	// them answers "method not found", which is not a failure.
+	prompts, _ := s.conn.Prompts(ctx)
+	resources, _ := s.conn.Resources(ctx)
+	templates, _ := s.conn.ResourceTemplates(ctx)
+	s.mu.Lock()
+	s.tools, s.prompts, s.resources, s.templates = tools, prompts, resources, templates
+	s.mu.Unlock()
+	return nil
+}
+
+// publish rebuilds the catalog and pushes it to every client.
+func (l *Loop) publish() {
+	l.rebuild.Lock()
+	cat, collisions := l.build()
+	if len(collisions) > 0 {
+		l.log.Warn("name collisions after a list change; the first owner keeps each name", "names", collisions)
+	}
+	l.cat.Store(cat)
+	l.rebuild.Unlock()
+	for _, c := range l.liveClients() {
+		c.sync(cat)
+	}
+}
+
+// catalog is an immutable snapshot of everything the upstreams offer,
+// under client-facing names. Visibility per principal is decided when a
+// client syncs, since pins and inspection can change between snapshots.
+type catalog struct {
+	gen       uint64
+	tools     map[string]*toolEntry // by client-facing name
+	prompts   map[string]*promptEntry
+	resources map[string]*resourceEntry // by URI
+	templates map[string]*templateEntry // by URI template
+}
+
+type toolEntry struct {
+	server, tool string
+	def          *mcp.Tool // with the client-facing name
+}
+
+type promptEntry struct {
+	server, prompt string
+	def            *mcp.Prompt
+}
+
+type resourceEntry struct {
+	server string
+	def    *mcp.Resource
+}
+
+type templateEntry struct {
+	server string
+	def    *mcp.ResourceTemplate
+}
+
+var generation atomic.Uint64
+
+// build merges every server's last listing. Servers are visited in key
+// order, so the first owner of a colliding name is deterministic.
+func (l *Loop) build() (*catalog, []string) {
+	c := &catalog{
+		gen:       generation.Add(1),
+		tools:     map[string]*toolEntry{},
+		prompts:   map[string]*promptEntry{},
+		resources: map[string]*resourceEntry{},
+		templates: map[string]*templateEntry{},
+	}
+	var collisions []string
+	for _, name := range l.order {
+		s := l.servers[name]
+		s.mu.Lock()
+		tools, prompts, resources, templates := s.tools, s.prompts, s.resources, s.templates
+		s.mu.Unlock()
+		for _, t := range tools {
+			q := s.qualify(t.Name)
+			if _, dup := c.tools[q]; dup {
+				collisions = append(collisions, "tool "+q)
+				continue
+			}
+			def := *t
+			def.Name = q
+			c.tools[q] = &toolEntry{server: name, tool: t.Name, def: &def}
+		}
+		for _, p := range prompts {
+			q := s.qualify(p.Name)
+			if _, dup := c.prompts[q]; dup {
+				collisions = append(collisions, "prompt "+q)
+				continue
+			}
+			def := *p
+			def.Name = q
+			c.prompts[q] = &promptEntry{server: name, prompt: p.Name, def: &def}
+		}
+		// Resource URIs are global identifiers the upstream's own content
+		// refers to, so they are not rewritten; a URI two servers claim
+		// belongs to the first.
+		for _, r := range resources {
+			if _, dup := c.resources[r.URI]; dup {
+				collisions = append(collisions, "resource "+r.URI)
+				continue
+			}
+			c.resources[r.URI] = &resourceEntry{server: name, def: r}
+		}
+		for _, t := range templates {
+			if _, dup := c.templates[t.URITemplate]; dup {
+				collisions = append(collisions, "resource template "+t.URITemplate)
+				continue
+			}
+			c.templates[t.URITemplate] = &templateEntry{server: name, def: t}
+		}
+	}
+	slices.Sort(collisions)
+	return c, collisions
+}
+
+// qualify returns the client-facing name of the server's tool or prompt.
+func (s *serverState) qualify(name string) string {
+	if s.bare {
+		return name
+	}
+	return gateway.QualifiedName(s.ns, name)
+}
+
+// router resolves client-facing tool names against the live catalog.
+type router struct{ l *Loop }
+
+func (r router) Route(name string) (string, string, bool) {
+	e, ok := r.l.cat.Load().tools[name]
+	if !ok {
+		return "", "", false
+	}
+	return e.server, e.tool, true
+}
+
+// events receives the upstreams' announcements.
+type events struct{ l *Loop }
+
+// Changed re-lists the server in the background (Events must not block)
+// and republishes the catalog, so pins and descriptions are re-checked on
+// every list_changed and every reconnection.
+func (e events) Changed(ctx context.Context, server string, c upstream.Change) {
+	l := e.l
+	s, ok := l.servers[server]
+	if !ok || l.closing.Load() {
+		return
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if c == upstream.Reconnected && l.logsWanted.Load() {
+			l.setUpstreamLevel(rctx, s)
+		}
+		if err := l.list(rctx, s); err != nil {
+			l.log.Warn("re-listing an upstream failed", "server", server, "change", c.String(), "err", err)
+			return
+		}
+		l.publish()
+	}()
+}
+
+// Log forwards an upstream's log message to the one client with calls in
+// flight on that server, on the stream of one of those calls; with none or
+// several clients it stays in bastion's log, since a message may carry one
+// client's data. Each client's own level filters what it receives.
+func (e events) Log(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
+	s, ok := e.l.servers[server]
+	if !ok {
+		return
+	}
+	if ss, cctx := s.flight.only(); ss != nil {
+		_ = ss.Log(context.WithoutCancel(cctx), p)
+		return
+	}
+	e.l.log.LogAttrs(ctx, slog.LevelDebug, "upstream log message not attributable to one client", slog.String("server", server))
+}
+
+// wantLogs asks every upstream for all its log messages, once a client has
+// set a logging level (each client's level then filters per client).
+func (l *Loop) wantLogs(ctx context.Context) {
+	if l.logsWanted.Swap(true) {
+		return
+	}
+	for _, s := range l.servers {
+		l.setUpstreamLevel(ctx, s)
+	}
+}
+
+func (l *Loop) setUpstreamLevel(ctx context.Context, s *serverState) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if sess, err := s.conn.Session(ctx); err == nil {
+		if err := sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			l.log.LogAttrs(ctx, slog.LevelDebug, "upstream does not take a logging level", slog.String("server", s.name), slog.String("err", err.Error()))
+		}
+	}
+}
+
+// inflight tracks the client calls in flight on one server.
+type inflight struct {
+	mu    sync.Mutex // guards calls
+	calls map[*callDown]struct{}
+}
+
+// callDown is the Downstream of one call: the client's session, with the
+// call's own context, so what the upstream sends back during the call
+// (progress, sampling, elicitation, roots, logs) travels on that call's
+// stream and under its logging level.
+type callDown struct {
+	ss  *mcp.ServerSession
+	ctx context.Context
+}
+
+func (d *callDown) CreateMessage(_ context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	return d.ss.CreateMessage(d.ctx, p)
+}
+
+func (d *callDown) Elicit(_ context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	return d.ss.Elicit(d.ctx, p)
+}
+
+func (d *callDown) ListRoots(_ context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+	return d.ss.ListRoots(d.ctx, p)
+}
+
+// NotifyProgress keeps the call's values but not its cancellation: the
+// upstream's notifications are delivered asynchronously and may trail the
+// call's result by a moment.
+func (d *callDown) NotifyProgress(_ context.Context, p *mcp.ProgressNotificationParams) error {
+	return d.ss.NotifyProgress(context.WithoutCancel(d.ctx), p)
+}
+
+func (f *inflight) add(d *callDown) func() {
+	f.mu.Lock()
+	if f.calls == nil {
+		f.calls = map[*callDown]struct{}{}
+	}
+	f.calls[d] = struct{}{}
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		delete(f.calls, d)
+		f.mu.Unlock()
+	}
+}
+
+// only returns the session and a call context when every call in flight
+// belongs to one client session.
+func (f *inflight) only() (*mcp.ServerSession, context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ss *mcp.ServerSession
+	var ctx context.Context
+	for d := range f.calls {
+		if ss != nil && d.ss != ss {
+			return nil, nil
+		}
+		ss, ctx = d.ss, d.ctx
+	}
+	return ss, ctx
+}

@@ -1,0 +1,276 @@
+//lint:file-ignore SA1019 sampling, elicitation, roots and logging are part of MCP 2025-11-25, the revision bastion targets and must relay; deprecated only from 2026-07-28.
+
+package loop_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tetratelabs/wazero"
+
+	"github.com/bastion-mcp/bastion/audit"
+	"github.com/bastion-mcp/bastion/gateway/config"
+	"github.com/bastion-mcp/bastion/gateway/loop"
+	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/upstream"
+)
+
+// Built once per test binary by TestMain.
+var (
+	nativeBin string // internal/testmcp/cmd/testmcp for this machine
+	wasmBin   string // the same for GOOS=wasip1 GOARCH=wasm
+	buildErr  error
+	wasmCache wazero.CompilationCache
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "loop-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	nativeBin = filepath.Join(dir, "testmcp")
+	wasmBin = filepath.Join(dir, "testmcp.wasm")
+	var wg sync.WaitGroup
+	var nerr, werr error
+	wg.Go(func() { nerr = goBuild(nativeBin, nil) })
+	wg.Go(func() { werr = goBuild(wasmBin, []string{"GOOS=wasip1", "GOARCH=wasm"}) })
+	wg.Wait()
+	if nerr != nil || werr != nil {
+		buildErr = fmt.Errorf("building testmcp: %v %v", nerr, werr)
+	}
+	// Compiled Wasm code is cached on disk across runs of this test binary.
+	if wasmCache, err = wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "bastion-loop-test-wazero")); err != nil {
+		wasmCache = wazero.NewCompilationCache()
+	}
+	return m.Run()
+}
+
+func goBuild(out string, env []string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/bastion-mcp/bastion/internal/testmcp/cmd/testmcp")
+	cmd.Env = append(os.Environ(), env...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, b)
+	}
+	return nil
+}
+
+// bundle is one gateway under test with its real ledger.
+type bundle struct {
+	loop   *loop.Loop
+	ledger *audit.Ledger
+	dir    string // the ledger's directory
+	reg    *prometheus.Registry
+}
+
+type setupOpts struct {
+	base      upstream.Deps
+	inProcess map[string]func(context.Context) (mcp.Transport, error)
+	approvals loop.Approvals
+}
+
+// setup parses toml (with %BIN% and %WASM% replaced by the test server's
+// paths), opens a real ledger and starts the loop.
+func setup(t *testing.T, toml string, o setupOpts) *bundle {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	toml = strings.NewReplacer("%BIN%", nativeBin, "%WASM%", wasmBin).Replace(toml)
+	cfg, err := config.Parse("test.toml", []byte(toml))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	dir := t.TempDir()
+	led, err := audit.Open(dir, audit.Options{CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { led.Close() })
+	if o.base.Backoff.Min == 0 {
+		o.base.Backoff = upstream.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+	}
+	o.base.WasmCache = wasmCache
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := loop.New(ctx, cfg, loop.Deps{
+		Dial:      loop.StandardDialer(cfg, o.base, o.inProcess),
+		Ledger:    led,
+		Metrics:   reg,
+		Approvals: o.approvals,
+	})
+	if err != nil {
+		t.Fatalf("loop.New: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return &bundle{loop: l, ledger: led, dir: dir, reg: reg}
+}
+
+// clientOpts are a test client's handlers for server-to-client requests.
+type clientOpts struct {
+	name     string
+	sample   func(p *mcp.CreateMessageParams) string
+	elicit   string // the answer to any elicitation
+	roots    []string
+	progress chan<- float64
+	changed  chan<- struct{}
+	version  string // the protocol version offered; "" means the SDK's latest
+}
+
+// connect attaches a real SDK client to a fresh server for p.
+func (b *bundle) connect(t *testing.T, p principal.Principal, co clientOpts) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	srv := b.loop.NewServer(ctx, p)
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	opts := &mcp.ClientOptions{}
+	if co.sample != nil {
+		opts.CreateMessageHandler = func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "test", Role: "assistant", Content: &mcp.TextContent{Text: co.sample(r.Params)}}, nil
+		}
+	}
+	if co.elicit != "" {
+		opts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": co.elicit}}, nil
+		}
+	}
+	if co.progress != nil {
+		opts.ProgressNotificationHandler = func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			co.progress <- r.Params.Progress
+		}
+	}
+	if co.changed != nil {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case co.changed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	name := co.name
+	if name == "" {
+		name = "test-client"
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts)
+	for _, r := range co.roots {
+		c.AddRoots(&mcp.Root{URI: r})
+	}
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: co.version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls tool and returns the result's text and isError.
+func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) (string, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("CallTool(%s): protocol error %v", tool, err)
+	}
+	return text(res), res.IsError
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// toolNames lists the tools the client sees.
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// records reads the whole ledger.
+func (b *bundle) records(t *testing.T) []audit.Record {
+	t.Helper()
+	var out []audit.Record
+	err := audit.Tail(context.Background(), b.dir, audit.TailOptions{}, func(r audit.Record) error {
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// verify checks the ledger's chain.
+func (b *bundle) verify(t *testing.T) {
+	t.Helper()
+	rep, err := audit.Verify(b.dir, b.ledger.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Broken {
+		t.Fatalf("ledger does not verify: %+v", rep)
+	}
+}
+
+var alice = must(principal.New("acme", "alice", principal.ReviewsRead))
+var bob = must(principal.New("acme", "bob"))
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// counter reads bastion_gateway_calls_total for one label set.
+func (b *bundle) counter(t *testing.T, server, tool, decision, gate string) float64 {
+	t.Helper()
+	mfs, err := b.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"server": server, "tool": tool, "decision": decision, "gate": gate}
+	for _, mf := range mfs {
+		if mf.GetName() != "bastion_gateway_calls_total" {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if want[lp.GetName()] != lp.GetValue() {
+					continue next
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
