@@ -479,8 +479,12 @@ func (r *recorder) handle(ev any) {
 		if ev.Canceled {
 			return // an abort the page chose (navigation, removed image)
 		}
-		u := r.urls[ev.RequestID]
-		if strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "blob:") {
+		u, seen := r.urls[ev.RequestID]
+		if !seen || u == "" || strings.HasPrefix(u, "data:") || strings.HasPrefix(u, "blob:") {
+			// A failure for a request the page was never seen to make is
+			// the browser's own traffic (a cache-only probe failing with
+			// net::ERR_CACHE_MISS, DevTools' own fetches): nothing an
+			// author can act on, and it has no URL to report.
 			return
 		}
 		code := safeNetError(ev.ErrorText)
@@ -489,6 +493,11 @@ func (r *recorder) handle(ev any) {
 		}
 		r.failed = append(r.failed, engine.Failure{URL: clip(u), Code: code})
 	case *network.EventResponseReceived:
+		if ev.Response != nil && ev.Response.URL != "" && len(r.urls) < 5000 {
+			if _, ok := r.urls[ev.RequestID]; !ok {
+				r.urls[ev.RequestID] = ev.Response.URL
+			}
+		}
 		if ev.Response != nil && ev.Response.Status >= 400 && ev.Type != network.ResourceTypeDocument {
 			r.failed = append(r.failed, engine.Failure{URL: clip(ev.Response.URL), Code: fmt.Sprintf("HTTP_%d", ev.Response.Status)})
 		}

@@ -116,7 +116,8 @@ func newSite(t *testing.T) *site {
 }
 
 // testPage has a slow web font, a lazy image far below the fold, a console
-// error, a missing image and an image on a host the guard refuses.
+// error, a missing image, an image on a closed port and an image on a host
+// the guard refuses.
 const testPage = `<!doctype html>
 <html><head><meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
@@ -128,6 +129,7 @@ body { margin: 0; font-family: Probe, sans-serif; }
 <h1 id="title">Hello</h1>
 <img src="/missing.png" alt="missing">
 <img src="http://` + blockedHost + `/tracker.png" alt="blocked">
+<img src="http://127.0.0.1:1/refused.png" alt="refused">
 <div class="spacer"></div>
 <img id="lazy" loading="lazy" src="/lazy.png" width="10" height="10" alt="lazy">
 <script>console.error("boom from the page");</script>
@@ -260,6 +262,12 @@ func testViewports(t *testing.T, b *bundle) {
 				return strings.HasSuffix(f.URL, "/missing.png") && f.Code == "HTTP_404"
 			}) {
 				t.Errorf("failed requests = %+v, want /missing.png HTTP_404", h0.Failed)
+			}
+			if !slices.ContainsFunc(h0.Failed, func(f engine.Failure) bool { return strings.HasSuffix(f.URL, "/refused.png") }) {
+				t.Errorf("failed requests = %+v, want the refused /refused.png", h0.Failed)
+			}
+			if slices.ContainsFunc(h0.Failed, func(f engine.Failure) bool { return f.URL == "" }) {
+				t.Errorf("failed requests = %+v list one with no URL", h0.Failed)
 			}
 			if !slices.ContainsFunc(h0.EgressBlocked, func(f engine.Failure) bool {
 				return strings.Contains(f.URL, blockedHost) && f.Code == string(fault.DNSTargetProhibited)

@@ -143,12 +143,26 @@ func Remeasure(s *Snapshot, cfg Config, f engine.Finding) engine.RecheckOutcome 
 		out.Outcome, out.Reason = engine.Inconclusive, "no design tokens to compare against"
 		return out
 	}
+	var estimate *engine.Finding
 	for _, g := range run(s, cfg, []string{f.Kind}) {
-		if g.Selector == f.Selector || slices.Contains(alsoOf(g), f.Selector) {
+		if g.Selector != f.Selector && !slices.Contains(alsoOf(g), f.Selector) {
+			continue
+		}
+		switch {
+		case sameRule(f, g):
 			out.Outcome, out.Facts = engine.Failed, g.Facts
 			out.Reason = "still measured: " + g.Title
 			return out
+		case f.Kind == KindContrast && !f.Advisory && g.Advisory && estimate == nil:
+			estimate = &g
 		}
+	}
+	if estimate != nil {
+		// The measured defect became an estimate (the text now sits on a
+		// gradient or is translucent): neither fixed nor measured.
+		out.Outcome, out.Facts = engine.Inconclusive, estimate.Facts
+		out.Reason = "only an estimate remains, check it by eye: " + estimate.Title
+		return out
 	}
 	present := s.bySelector(f.Selector) != nil
 	for _, u := range s.Unnamed {
@@ -160,6 +174,55 @@ func Remeasure(s *Snapshot, cfg Config, f engine.Finding) engine.RecheckOutcome 
 	}
 	out.Outcome, out.Reason = engine.Passed, "measured again: the defect is gone"
 	return out
+}
+
+// ruleOf names the rule within f's kind that produced f: a kind whose
+// check applies several rules to one element (a hard minimum and an
+// advisory comfort size, a type-scale step and a heading order, one
+// colour property and another) must be rechecked against the same rule,
+// not against whatever else the kind still says about the element. It reads
+// only what survives a JSON round trip (the advisory flag and fact names).
+func ruleOf(f engine.Finding) string {
+	has := func(k string) bool { _, ok := f.Facts[k]; return ok }
+	switch f.Kind {
+	case KindTapTarget:
+		if f.Advisory {
+			return "2.5.5"
+		}
+		return "2.5.8"
+	case KindContrast:
+		if f.Advisory {
+			return "estimate"
+		}
+		return "measured"
+	case KindTypeScale:
+		switch {
+		case has("nearest_token"):
+			return "scale"
+		case has("minimum_px"):
+			return "mobile_minimum"
+		case has("level"):
+			return "heading_order"
+		}
+	case KindOffTokenColor:
+		p, _ := f.Facts["property"].(string)
+		return p
+	case KindOffScaleSpacing:
+		p, _ := f.Facts["property"].(string)
+		return strings.SplitN(p, "-", 2)[0] // grouped by family: margin, padding, row, column
+	}
+	return ""
+}
+
+// sameRule reports whether g, measured now, still shows the defect the
+// stored finding f reported. An advisory finding is still shown by a hard
+// one of its kind (a target under 24 px is under 44 px too; a contrast
+// measured low is low at its worst point too).
+func sameRule(f, g engine.Finding) bool {
+	if ruleOf(f) == ruleOf(g) {
+		return true
+	}
+	return f.Advisory && !g.Advisory && (f.Kind == KindTapTarget || f.Kind == KindContrast)
 }
 
 // alsoOf returns the other selectors a grouped finding covers, whether f
@@ -1046,7 +1109,8 @@ func (j *judge) offTokenFont() {
 	}
 	var want []string
 	for _, f := range ts.FontFamilies {
-		if len(f.Families) > 0 {
+		// Several tokens often share a family (body and heading stacks).
+		if len(f.Families) > 0 && !slices.ContainsFunc(want, func(w string) bool { return strings.EqualFold(w, f.Families[0]) }) {
 			want = append(want, f.Families[0])
 		}
 	}
@@ -1219,15 +1283,33 @@ func (j *judge) brokenImage() {
 		if im.Alt != nil && *im.Alt == "" {
 			sev = engine.Minor // decorative
 		}
+		src := pageRelative(im.Src, j.s.Origin)
 		j.add(engine.Finding{
 			Kind: KindBrokenImage, Severity: sev,
 			Title:       "Image failed to load",
-			Description: fmt.Sprintf("The image %q loaded no image data, so the page shows a broken image or its alt text.", trunc(im.Src, 120)),
+			Description: fmt.Sprintf("The image %q loaded no image data, so the page shows a broken image or its alt text.", trunc(src, 120)),
 			Selector:    e.Selector, Box: e.Box,
-			Facts: engine.Facts{"src": trunc(im.Src, 300), "rendered_width": e.Box.W, "rendered_height": e.Box.H},
+			Facts: engine.Facts{"src": trunc(src, 300), "rendered_width": e.Box.W, "rendered_height": e.Box.H},
 			Fix:   "Fix the image URL (check the path, that the file is deployed and its content type), or remove the img.",
 		})
 	}
+}
+
+// pageRelative names a same-origin URL by its path (the reviewed host and
+// port say nothing to the author and may be a private address); a
+// cross-origin URL stays whole. The browser normalizes both sides (lower-case
+// host, default port dropped), so a prefix test suffices.
+func pageRelative(u, origin string) string {
+	if origin == "" {
+		return u
+	}
+	if rest, ok := strings.CutPrefix(u, origin); ok && (rest == "" || strings.ContainsRune("/?#", rune(rest[0]))) {
+		if rest == "" || rest[0] != '/' {
+			rest = "/" + rest
+		}
+		return rest
+	}
+	return u
 }
 
 func trunc(s string, n int) string {

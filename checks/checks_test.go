@@ -3,6 +3,7 @@ package checks_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bastion-mcp/bastion/checks"
@@ -450,5 +451,160 @@ func TestKinds(t *testing.T) {
 	}
 	if checks.Run(nil, checks.Config{}) != nil {
 		t.Error("Run(nil) is not nil")
+	}
+}
+
+// TestRemeasureComparesTheSameRule: a recheck answers for the rule that
+// produced the finding, not for another rule of the same kind that still
+// applies to the element.
+func TestRemeasureComparesTheSameRule(t *testing.T) {
+	t.Parallel()
+	stored := func(t *testing.T, fs []engine.Finding, sel string, pick func(engine.Finding) bool) engine.Finding {
+		t.Helper()
+		for _, f := range fs {
+			if f.Selector == sel && pick(f) {
+				raw, _ := json.Marshal(f)
+				var g engine.Finding
+				if err := json.Unmarshal(raw, &g); err != nil {
+					t.Fatal(err)
+				}
+				return g
+			}
+		}
+		t.Fatalf("no finding on %s in %+v", sel, fs)
+		return engine.Finding{}
+	}
+	hard := func(f engine.Finding) bool { return !f.Advisory }
+	soft := func(f engine.Finding) bool { return f.Advisory }
+
+	t.Run("TapTarget", func(t *testing.T) {
+		t.Parallel()
+		taps := func(size float64) *checks.Snapshot {
+			p := newPage(engine.Mobile)
+			p.add(checks.Element{Parent: 1, Tag: "button", Selector: "#a", Box: box(16, 16, size, size), Control: &checks.Control{Role: "button", Hit: "self"}})
+			p.add(checks.Element{Parent: 1, Tag: "button", Selector: "#b", Box: box(16+size+2, 16, 20, 20), Control: &checks.Control{Role: "button", Hit: "self"}})
+			return p.s
+		}
+		small, enlarged := taps(20), taps(32)
+		f := stored(t, checks.Run(small, checks.Config{}), "#a", hard)
+		if o := checks.Remeasure(enlarged, checks.Config{}, f); o.Outcome != engine.Passed {
+			t.Errorf("24 px finding after enlarging to 32 px: %+v; want passed (only the 44 px advice remains)", o)
+		}
+		if o := checks.Remeasure(small, checks.Config{}, f); o.Outcome != engine.Failed {
+			t.Errorf("24 px finding on the unchanged page: %+v; want failed", o)
+		}
+		nit := stored(t, checks.Run(enlarged, checks.Config{}), "#a", soft)
+		if o := checks.Remeasure(enlarged, checks.Config{}, nit); o.Outcome != engine.Failed {
+			t.Errorf("44 px advice on the unchanged page: %+v; want failed", o)
+		}
+		if o := checks.Remeasure(small, checks.Config{}, nit); o.Outcome != engine.Failed {
+			t.Errorf("44 px advice after shrinking under 24 px: %+v; want failed", o)
+		}
+	})
+
+	t.Run("Contrast", func(t *testing.T) {
+		t.Parallel()
+		solid := newPage(engine.Desktop)
+		solid.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(209, 213, 219)", bg("rgb(255, 255, 255)"))})
+		f := stored(t, checks.Run(solid.s, checks.Config{}), "p.low", hard)
+		grad := newPage(engine.Desktop)
+		grad.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24),
+			Text: text("rgb(120, 120, 120)", checks.Layer{Gradient: []string{"rgb(255, 255, 255)", "rgb(40, 40, 40)"}})})
+		if fs := checks.Run(grad.s, checks.Config{}); len(fs) != 1 || !fs[0].Advisory {
+			t.Fatalf("gradient page findings = %+v; want one advisory contrast finding", fs)
+		}
+		if o := checks.Remeasure(grad.s, checks.Config{}, f); o.Outcome != engine.Inconclusive {
+			t.Errorf("measured contrast finding where only an estimate remains: %+v; want inconclusive", o)
+		}
+		est := stored(t, checks.Run(grad.s, checks.Config{}), "p.low", soft)
+		if o := checks.Remeasure(solid.s, checks.Config{}, est); o.Outcome != engine.Failed {
+			t.Errorf("estimated contrast finding now measured low: %+v; want failed", o)
+		}
+	})
+
+	t.Run("TypeScale", func(t *testing.T) {
+		t.Parallel()
+		heads := func(h2 float64) *checks.Snapshot {
+			p := newPage(engine.Desktop)
+			p.add(checks.Element{Parent: 1, Tag: "h1", Selector: "h1", Heading: 1, FontSize: 24, Box: box(16, 16, 400, 30), Text: text("rgb(0, 0, 0)", bg("rgb(255, 255, 255)"))})
+			p.add(checks.Element{Parent: 1, Tag: "h2", Selector: "h2", Heading: 2, FontSize: h2, Box: box(16, 60, 400, 40), Text: text("rgb(0, 0, 0)", bg("rgb(255, 255, 255)")),
+				Set: map[string]any{"font-size": "21px"}})
+			return p.s
+		}
+		order := func(f engine.Finding) bool { _, ok := f.Facts["level"]; return ok }
+		cfg := checks.Config{Tokens: testTokens(t)}
+		f := stored(t, checks.Run(heads(30), cfg), "h2", order)
+		fixed := heads(21) // smaller than the h1 now, still off the type scale
+		if fs := kindsOf(checks.Run(fixed, cfg), checks.KindTypeScale); !slices.Contains(fs, "h2") {
+			t.Fatalf("fixed page type_scale = %v; want the off-scale finding on h2 to remain", fs)
+		}
+		if o := checks.Remeasure(fixed, cfg, f); o.Outcome != engine.Passed {
+			t.Errorf("heading-order finding after the fix: %+v; want passed (only the off-scale nit remains)", o)
+		}
+	})
+
+	t.Run("OffTokenColor", func(t *testing.T) {
+		t.Parallel()
+		cfg := checks.Config{Tokens: testTokens(t)}
+		colors := func(fg string) *checks.Snapshot {
+			p := newPage(engine.Desktop)
+			p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.card", Box: box(16, 16, 400, 100),
+				Set: map[string]any{"color": fg, "background-color": "rgb(250, 200, 0)"}})
+			return p.s
+		}
+		isColor := func(f engine.Finding) bool { return f.Facts["property"] == "color" }
+		f := stored(t, checks.Run(colors("rgb(200, 0, 120)"), cfg), "div.card", isColor)
+		if o := checks.Remeasure(colors("rgb(31, 41, 55)"), cfg, f); o.Outcome != engine.Passed {
+			t.Errorf("off-token color finding after the color became a token: %+v; want passed (the background one is another finding)", o)
+		}
+	})
+}
+
+// TestOffTokenFontListsEachFamilyOnce: token stacks that share a family
+// (body, heading, mono) name it once in the facts.
+func TestOffTokenFontListsEachFamilyOnce(t *testing.T) {
+	t.Parallel()
+	set, err := tokens.Parse([]byte(`{"font": {"$type": "fontFamily",
+	  "body": {"$value": ["Brand Sans", "sans-serif"]},
+	  "code": {"$value": ["Brand Mono", "monospace"]},
+	  "heading": {"$value": ["Brand Sans", "serif"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPage(engine.Desktop)
+	q := p.add(checks.Element{Parent: 1, Tag: "blockquote", Selector: "blockquote", Set: map[string]any{"font-family": "Georgia, serif"}, Box: box(0, 50, 300, 40), Text: text("rgb(0, 0, 0)")})
+	p.s.Elements[q].FontProbe = &q
+	p.s.Elements[q].Rendered = []checks.Font{{Family: "DejaVu Serif", Glyphs: 30}}
+	fs := checks.Run(p.s, checks.Config{Tokens: set})
+	if len(fs) != 1 || fs[0].Kind != checks.KindOffTokenFont {
+		t.Fatalf("findings = %+v; want one off_token_font", fs)
+	}
+	if got, want := fs[0].Facts["token_families"], "Brand Sans, Brand Mono"; got != want {
+		t.Errorf("token_families = %q; want %q", got, want)
+	}
+}
+
+// TestBrokenImageNamesSameOriginByPath: the reviewed host and port stay out
+// of a same-origin image's src fact; a cross-origin src stays whole.
+func TestBrokenImageNamesSameOriginByPath(t *testing.T) {
+	t.Parallel()
+	p := newPage(engine.Desktop)
+	p.s.Origin = "http://127.0.0.1:41234"
+	alt := "x"
+	p.add(checks.Element{Parent: 1, Tag: "img", Selector: "img.own", Box: box(0, 0, 100, 100), Image: &checks.Image{Src: "http://127.0.0.1:41234/img/team.jpg?v=2", Complete: true, Alt: &alt}})
+	p.add(checks.Element{Parent: 1, Tag: "img", Selector: "img.cdn", Box: box(0, 110, 100, 100), Image: &checks.Image{Src: "https://cdn.example/team.jpg", Complete: true, Alt: &alt}})
+	p.add(checks.Element{Parent: 1, Tag: "img", Selector: "img.port", Box: box(0, 220, 100, 100), Image: &checks.Image{Src: "http://127.0.0.1:412345/x.png", Complete: true, Alt: &alt}})
+	fs := checks.Run(p.s, checks.Config{})
+	want := map[string]string{"img.own": "/img/team.jpg?v=2", "img.cdn": "https://cdn.example/team.jpg", "img.port": "http://127.0.0.1:412345/x.png"}
+	if len(fs) != len(want) {
+		t.Fatalf("findings = %+v", fs)
+	}
+	for _, f := range fs {
+		if got := f.Facts["src"]; got != want[f.Selector] {
+			t.Errorf("%s src = %q; want %q", f.Selector, got, want[f.Selector])
+		}
+		if f.Selector == "img.own" && strings.Contains(f.Description, "127.0.0.1") {
+			t.Errorf("description names the reviewed host: %q", f.Description)
+		}
 	}
 }

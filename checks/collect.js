@@ -21,6 +21,7 @@
   const out = {
     width: vw, height: vh, doc_width: docW, doc_height: docH,
     elements: [], overlaps: [], root_vars: {}, fonts_failed: [], fonts_loaded: [], truncated: false,
+    origin: location.origin === 'null' ? '' : location.origin,
   };
   const r1 = (v) => Math.round(v * 10) / 10;
   const rect = (r) => ({ x: r1(r.left + sx0), y: r1(r.top + sy0), w: r1(r.width), h: r1(r.height) });
@@ -103,8 +104,12 @@
   // forbid write(), and then the quirks-mode blank document has to do.
   try { refDoc.open(); refDoc.write('<!DOCTYPE html><html><head></head><body></body></html>'); refDoc.close(); } catch (_) { /* keep about:blank */ }
   const SPACING = ['margin-top', 'margin-right', 'margin-bottom', 'margin-left', 'padding-top', 'padding-right', 'padding-bottom', 'padding-left', 'row-gap', 'column-gap'];
+  // The box properties that size a native control: equal to the unstyled
+  // element's, the browser alone sized it.
+  const UA_BOX = ['border-top-width', 'border-right-width', 'border-bottom-width', 'border-left-width', 'line-height',
+    'padding-top', 'padding-right', 'padding-bottom', 'padding-left'];
   const REF_PROPS = ['color', 'background-color', 'font-family', 'font-size', 'width', 'height',
-    'border-top-color', 'border-right-color', 'border-bottom-color', 'border-left-color'].concat(SPACING);
+    'border-top-color', 'border-right-color', 'border-bottom-color', 'border-left-color'].concat(SPACING, UA_BOX);
   const refCache = new Map();
   const refStyle = (e) => {
     const tag = e.localName;
@@ -221,6 +226,25 @@
       return false;
     };
     const fontRoots = [];
+    // uaSizedControl: a native button or select whose size the browser
+    // alone determines (WCAG 2.5.8's user-agent exception): native
+    // appearance, and the page set none of its font size, padding, borders,
+    // line height, width, height or their minimums.
+    const UA_SIZE_KEYS = ['width', 'height', 'min-width', 'min-height', 'inline-size', 'block-size', 'min-inline-size', 'min-block-size'];
+    const uaSizedControl = (e, cs, ref) => {
+      const tag = e.localName, type = (e.getAttribute('type') || '').toLowerCase();
+      const native = tag === 'select' || (tag === 'button' && !e.hasAttribute('role')) ||
+        (tag === 'input' && (type === 'button' || type === 'submit' || type === 'reset'));
+      if (!native || !ref || cs.appearance === 'none' || Math.abs(parseFloat(cs.fontSize) - parseFloat(ref['font-size'])) > 0.05) return false;
+      for (const p of UA_BOX) if (cs.getPropertyValue(p) !== ref[p]) return false;
+      let map = null;
+      try { map = e.computedStyleMap(); } catch (_) { return false; }
+      for (const p of UA_SIZE_KEYS) {
+        const v = map.get(p);
+        if (!(v instanceof CSSKeywordValue && v.value === 'auto') && !(p.startsWith('min-') && v instanceof CSSUnitValue && v.value === 0)) return false;
+      }
+      return true;
+    };
 
     const visit = (e, parent, ctx, depth) => {
       if (els.length >= MAX_ELEMENTS) { out.truncated = true; return; }
@@ -327,6 +351,7 @@
         if (cs.pointerEvents === 'none') c.no_pointer = true;
         if (role === 'link' && cs.display === 'inline' && inlineInText(e)) c.inline = true;
         if ((role === 'checkbox' || role === 'radio') && ref && cs.appearance !== 'none' && cs.width === ref.width && cs.height === ref.height) c.ua_sized = true;
+        else if (uaSizedControl(e, cs, ref)) c.ua_sized = true;
         if (e.labels && e.labels.length) {
           const lb = e.labels[0].getBoundingClientRect();
           if (lb.width > 0 && lb.height > 0) c.label_box = rect(lb);

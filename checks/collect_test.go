@@ -52,6 +52,9 @@ func TestCollect(t *testing.T) {
 	if s.Viewport != engine.Mobile || s.Width != 390 {
 		t.Errorf("viewport %s width %v; want mobile 390", s.Viewport, s.Width)
 	}
+	if s.Origin != srv.URL {
+		t.Errorf("origin %q; want %q (same-origin facts are named by path)", s.Origin, srv.URL)
+	}
 	el := func(sel string) *checks.Element {
 		t.Helper()
 		for i := range s.Elements {

@@ -36,8 +36,14 @@ type Snapshot struct {
 	FontsFailed []string `json:"fonts_failed,omitempty"`
 	FontsLoaded []string `json:"fonts_loaded,omitempty"`
 	// Unnamed are controls the accessibility tree exposes without a name.
-	Unnamed   []Unnamed `json:"unnamed,omitempty"`
-	Truncated bool      `json:"truncated,omitempty"` // the element cap was hit
+	Unnamed []Unnamed `json:"unnamed,omitempty"`
+	// Truncated is set when a work cap was hit (elements, or the hit tests
+	// behind contrast, occlusion and overlap): part of the page went
+	// unchecked.
+	Truncated bool `json:"truncated,omitempty"`
+	// Origin is the page's origin ("http://host:port"), so facts can name
+	// a same-origin URL by its path; "" when unknown (an opaque origin).
+	Origin string `json:"origin,omitempty"`
 }
 
 // Element is one rendered element the collector kept. Screen-reader-only,
@@ -110,7 +116,7 @@ type Control struct {
 	Disabled  bool         `json:"disabled,omitempty"`
 	NoPointer bool         `json:"no_pointer,omitempty"`
 	Inline    bool         `json:"inline,omitempty"`   // a link inside running text
-	UASized   bool         `json:"ua_sized,omitempty"` // checkbox/radio at the browser's default size
+	UASized   bool         `json:"ua_sized,omitempty"` // a native control the browser alone sizes (WCAG 2.5.8 exception)
 	LabelBox  *engine.Rect `json:"label_box,omitempty"`
 	Hit       string       `json:"hit,omitempty"` // at the centre: self, label, ancestor, modal, other, none ("" untested)
 	HitBy     string       `json:"hit_by,omitempty"`

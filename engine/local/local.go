@@ -177,6 +177,12 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 		if !slices.Contains(res.Coverage.ViewportsReviewed, j.vp) {
 			res.Coverage.ViewportsReviewed = append(res.Coverage.ViewportsReviewed, j.vp)
 		}
+		if j.snap.Truncated {
+			// Reviewed, but not whole: say so rather than imply a clean page.
+			res.Coverage.Skipped = append(res.Coverage.Skipped, engine.Skip{
+				What: j.route + " @ " + string(j.vp) + " (partly)", Reason: truncatedReason,
+			})
+		}
 		for _, f := range runChecks(j.snap, cfg) {
 			f.Route = j.route
 			if len(f.Viewports) == 0 {
@@ -246,6 +252,11 @@ func (e *Engine) captureOne(ctx context.Context, base *url.URL, j *shot) {
 		e.opts.Logger.Info("engine: capture skipped", "route", j.route, "viewport", j.vp, "err", j.err)
 	}
 }
+
+// truncatedReason explains a partial measurement: the collector caps its
+// work (elements, and the hit tests behind contrast, occlusion and overlap)
+// so a huge page stays bounded.
+const truncatedReason = "measurement cap reached (elements or hit tests): some elements were not checked"
 
 // skipReason renders a capture error as "CODE: message", client-safe.
 func skipReason(err error) string {

@@ -289,3 +289,38 @@ func TestReviewRejectsBadRequests(t *testing.T) {
 		t.Errorf("recheck of nothing: err = %v", err)
 	}
 }
+
+// TestReviewNotesTruncatedMeasurement: a page past the collector's hit-test
+// cap is reviewed, and the coverage says part of it went unchecked; a small
+// page gets no such note.
+func TestReviewNotesTruncatedMeasurement(t *testing.T) {
+	t.Parallel()
+	many := func() string {
+		var b strings.Builder
+		b.WriteString(`<!doctype html><title>many</title><body>`)
+		for i := range 700 {
+			fmt.Fprintf(&b, `<button id="b%d" style="display:block;width:60px;height:30px">%d</button>`, i, i)
+		}
+		return b.String()
+	}
+	eng, base := setup(t, map[string]func() string{
+		"/many": many,
+		"/few":  func() string { return `<!doctype html><title>few</title><p>Small page.</p>` },
+	})
+	res, err := eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/many", "/few"}, Viewports: []engine.Viewport{engine.Desktop}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Coverage.RoutesReviewed, "/many") || !slices.Contains(res.Coverage.RoutesReviewed, "/few") {
+		t.Fatalf("reviewed %v; want both routes", res.Coverage.RoutesReviewed)
+	}
+	var notes []engine.Skip
+	for _, s := range res.Coverage.Skipped {
+		if strings.Contains(s.Reason, "cap reached") {
+			notes = append(notes, s)
+		}
+	}
+	if len(notes) != 1 || !strings.HasPrefix(notes[0].What, "/many @ desktop") {
+		t.Errorf("coverage skipped %+v; want one cap note for /many @ desktop", res.Coverage.Skipped)
+	}
+}
