@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/bastion-mcp/bastion/app"
+
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/spf13/cobra"
@@ -27,6 +29,8 @@ func newEgressCheckCmd() *cobra.Command {
 	var (
 		resolves     []string
 		verified     []string
+		tenant       string
+		dataDir      string
 		allowHTTP    bool
 		allowPrivate bool
 		target       bool
@@ -37,7 +41,9 @@ func newEgressCheckCmd() *cobra.Command {
 		Short: "Apply the egress policy (or, with --target, the target policy) to a URL",
 		Long: `check prints "allow <canonical-url> <pinned-ip>" and exits 0, or prints
 "reject <CODE>" and exits 1. With --resolve HOST=IP[,IP...] no real DNS is asked
-for HOST; other hosts are resolved by the system resolver.`,
+for HOST; other hosts are resolved by the system resolver. With --target, a host
+counts as verified when --verified names it or, with --tenant, when that
+tenant's registry in --data-dir holds a live ownership proof for it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			static, err := parseResolves(resolves)
@@ -51,7 +57,16 @@ for HOST; other hosts are resolved by the system resolver.`,
 			g := egress.NewGuard(egress.Policy{AllowHTTP: allowHTTP, AllowPrivate: allowPrivate}, r)
 			var t egress.Target
 			if target {
-				t, err = g.CheckTarget(cmd.Context(), args[0], verifiedHosts(verified))
+				v := anyVerifier{verifiedHosts(verified)}
+				if tenant != "" {
+					b, err := app.OpenBase(cmd.Context(), app.Config{DataDir: dataDir})
+					if err != nil {
+						return err
+					}
+					defer b.Close()
+					v = append(v, b.Targets.Verifier(tenant))
+				}
+				t, err = g.CheckTarget(cmd.Context(), args[0], v)
 			} else {
 				t, err = g.Check(cmd.Context(), args[0])
 			}
@@ -61,6 +76,8 @@ for HOST; other hosts are resolved by the system resolver.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&resolves, "resolve", nil, "answer HOST with these addresses instead of asking DNS (HOST=IP[,IP...]; repeatable)")
 	f.StringArrayVar(&verified, "verified", nil, "with --target, a host that counts as ownership-verified (repeatable)")
+	f.StringVar(&tenant, "tenant", "", "with --target, also count the hosts this tenant has proved it owns (bastion targets)")
+	f.StringVar(&dataDir, "data-dir", "", "with --tenant, the directory of the store (default $XDG_DATA_HOME/bastion)")
 	f.BoolVar(&allowHTTP, "allow-http", false, "allow plain http (and port 80)")
 	f.BoolVar(&allowPrivate, "allow-private", false, "allow loopback and private addresses, any port (a local operator reviewing a dev server)")
 	f.BoolVar(&target, "target", false, "apply the target policy: a verified DNS name, not just any public address")
@@ -101,6 +118,19 @@ func (v verifiedHosts) IsVerified(_ context.Context, host string) (bool, error) 
 	for _, h := range v {
 		if strings.TrimSuffix(strings.ToLower(h), ".") == host {
 			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// anyVerifier verifies a host that any of its verifiers verifies.
+type anyVerifier []egress.HostVerifier
+
+func (a anyVerifier) IsVerified(ctx context.Context, host string) (bool, error) {
+	for _, v := range a {
+		ok, err := v.IsVerified(ctx, host)
+		if err != nil || ok {
+			return ok, err
 		}
 	}
 	return false, nil

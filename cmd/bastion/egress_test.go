@@ -7,6 +7,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/bastion-mcp/bastion/app"
+	"github.com/bastion-mcp/bastion/targets"
 )
 
 // runBastion runs the real command tree with args and returns its output and
@@ -105,5 +109,32 @@ func TestEgressCheckBadFlags(t *testing.T) {
 		if out, code := runBastion(t, args...); code != -1 {
 			t.Errorf("bastion %s = %q, exit %d; want a usage error", strings.Join(args, " "), out, code)
 		}
+	}
+}
+
+// TestEgressCheckTenantRegistry checks that --target --tenant consults the
+// tenant's verified hosts in the store, and only that tenant's.
+func TestEgressCheckTenantRegistry(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	b, err := app.OpenBase(ctx, app.Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	// A proof as `bastion targets verify` records it.
+	err = b.Store.TargetPut(ctx, targets.Target{Tenant: "acme", Host: "preview.acme.example", Token: "t",
+		Method: targets.MethodDNSTXT, CreatedAt: now, VerifiedAt: now, ExpiresAt: now.Add(time.Hour)})
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"egress", "check", "--target", "--data-dir", dir, "--resolve", "preview.acme.example=93.184.216.34", "https://preview.acme.example/"}
+	if out, code := runBastion(t, append(args[:3:3], append([]string{"--tenant", "acme"}, args[3:]...)...)...); code != 0 || out != "allow https://preview.acme.example/ 93.184.216.34\n" {
+		t.Errorf("tenant acme: %q (exit %d), want allow", out, code)
+	}
+	if out, code := runBastion(t, append(args[:3:3], append([]string{"--tenant", "other"}, args[3:]...)...)...); code != 1 || out != "reject DOMAIN_UNVERIFIED\n" {
+		t.Errorf("tenant other: %q (exit %d), want reject DOMAIN_UNVERIFIED", out, code)
 	}
 }
