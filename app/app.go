@@ -207,6 +207,15 @@ func (b *Base) Ping(ctx context.Context) error {
 	return b.DB.SQL().PingContext(ctx)
 }
 
+// Migrated reports whether the store's schema is the one this binary
+// expects, for readiness.
+func (b *Base) Migrated(ctx context.Context) error {
+	if b.PG != nil {
+		return b.PG.Migrated(ctx)
+	}
+	return b.DB.Migrated(ctx)
+}
+
 // App is the whole design-review server. Create it with Open, run its jobs
 // with Start, serve it with Serve, and Close it.
 type App struct {

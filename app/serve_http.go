@@ -132,6 +132,7 @@ func (a *App) NewHTTP(sc ServeConfig) (*HTTP, error) {
 		TrustedProxy:   sc.TrustedProxy,
 		Ready: []edge.Check{
 			{Name: "store", Check: a.Ping},
+			{Name: "migrations", Check: a.Migrated},
 			{Name: "browser", Check: a.browserReady},
 		},
 		Metadata: md,

@@ -65,3 +65,16 @@ func Pending(files []File, applied map[string]string) ([]File, error) {
 	}
 	return out, nil
 }
+
+// Current reports whether every file is applied unchanged: an error names
+// the first changed file (ErrChanged) or how many are not yet applied.
+func Current(files []File, applied map[string]string) error {
+	pending, err := Pending(files, applied)
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("%d migration(s) not applied, first %s", len(pending), pending[0].ID)
+	}
+	return nil
+}

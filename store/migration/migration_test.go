@@ -37,3 +37,16 @@ func TestLoadAndPending(t *testing.T) {
 		t.Fatalf("Pending with a changed file: err = %v, want ErrChanged", err)
 	}
 }
+
+func TestCurrent(t *testing.T) {
+	files := []File{{ID: "0001_a", Sum: "sha256:aa"}, {ID: "0002_b", Sum: "sha256:bb"}}
+	if err := Current(files, map[string]string{"0001_a": "sha256:aa", "0002_b": "sha256:bb", "0003_newer": "x"}); err != nil {
+		t.Errorf("all applied (and a newer one): %v", err)
+	}
+	if err := Current(files, map[string]string{"0001_a": "sha256:aa"}); err == nil {
+		t.Error("one not applied: no error")
+	}
+	if err := Current(files, map[string]string{"0001_a": "sha256:zz", "0002_b": "sha256:bb"}); !errors.Is(err, ErrChanged) {
+		t.Errorf("a changed file: %v, want ErrChanged", err)
+	}
+}

@@ -136,6 +136,7 @@ var appGrants = []struct{ privileges, table string }{
 	{"SELECT, INSERT, UPDATE, DELETE", "pats"},
 	{"SELECT, INSERT", "tenants"},
 	{"INSERT", "pat_hashes"},
+	{"SELECT", "bastion_schema_migrations"}, // readiness: DB.Migrated
 }
 
 // grant gives role what serving needs, idempotently: usage of the schema,

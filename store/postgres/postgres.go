@@ -59,6 +59,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/bastion-mcp/bastion/store/migration"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -95,6 +96,7 @@ type Options struct {
 type DB struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	migs fs.FS // the migrations this binary carries
 }
 
 // ErrUnsafeRole is matched (errors.Is) by *UnsafeRoleError.
@@ -188,6 +190,7 @@ func (db *DB) open(ctx context.Context, opts Options) error {
 		}
 		migs = sub
 	}
+	db.migs = migs
 	ownerURL := opts.MigrateURL
 	if ownerURL == "" {
 		ownerURL = db.pool.Config().ConnString()
@@ -260,6 +263,26 @@ func (db *DB) Ping(ctx context.Context) error {
 		return fmt.Errorf("store/postgres: ping: %w", err)
 	}
 	return nil
+}
+
+// Migrated reports whether every migration this binary carries is applied
+// unchanged, for readiness: a database restored from an older backup, or
+// changed under a running replica, is not ready.
+func (db *DB) Migrated(ctx context.Context) error {
+	files, err := migration.Load(db.migs)
+	if err != nil {
+		return fmt.Errorf("store/postgres: %w", err)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT id, checksum FROM bastion_schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("store/postgres: %w", err)
+	}
+	applied := map[string]string{}
+	var id, sum string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &sum}, func() error { applied[id] = sum; return nil }); err != nil {
+		return fmt.Errorf("store/postgres: %w", err)
+	}
+	return migration.Current(files, applied)
 }
 
 // Close closes the pool.

@@ -252,7 +252,24 @@ func testMigrations(t *testing.T, c *cluster) {
 		if err != nil {
 			t.Fatalf("open with a newer applied id: %v", err)
 		}
-		db.Close()
+		defer db.Close()
+		// Readiness, as the serving role: current despite the newer id,
+		// not current once a migration this binary carries is gone.
+		if err := db.Migrated(ctx); err != nil {
+			t.Fatalf("Migrated as the serving role: %v", err)
+		}
+		conn, err = pgx.Connect(ctx, d.owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Exec(ctx, `DELETE FROM bastion_schema_migrations WHERE id = '0003_pats'`)
+		conn.Close(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Migrated(ctx); err == nil || !strings.Contains(err.Error(), "0003_pats") {
+			t.Fatalf("Migrated with 0003_pats missing: %v, want an error naming it", err)
+		}
 	})
 
 	t.Run("NewMigrationAppliedOnce", func(t *testing.T) {

@@ -55,7 +55,8 @@ type Options struct {
 
 // DB is a store.Store on one SQLite file. It is safe for concurrent use.
 type DB struct {
-	db *sql.DB
+	db   *sql.DB
+	migs fs.FS // the migrations this binary carries
 }
 
 // DefaultDataDir returns bastion's data directory: $XDG_DATA_HOME/bastion, or
@@ -128,7 +129,34 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("store/sqlite: river migrations: %w", err)
 	}
-	return &DB{db: db}, nil
+	return &DB{db: db, migs: migs}, nil
+}
+
+// Migrated reports whether every migration this binary carries is applied
+// unchanged, for readiness: a database restored from an older backup, or
+// changed under a running server, is not ready.
+func (s *DB) Migrated(ctx context.Context) error {
+	files, err := migration.Load(s.migs)
+	if err != nil {
+		return fmt.Errorf("store/sqlite: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, sha256 FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("store/sqlite: %w", err)
+	}
+	defer rows.Close()
+	applied := map[string]string{}
+	for rows.Next() {
+		var id, sum string
+		if err := rows.Scan(&id, &sum); err != nil {
+			return fmt.Errorf("store/sqlite: %w", err)
+		}
+		applied[id] = sum
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store/sqlite: %w", err)
+	}
+	return migration.Current(files, applied)
 }
 
 // SQL returns the underlying pool, for River's riversqlite driver. Its one

@@ -131,3 +131,23 @@ func TestOpenRejectsBadPath(t *testing.T) {
 }
 
 func osDirFS(dir string) fs.FS { return os.DirFS(dir) }
+
+// TestMigrated is the readiness check: a schema missing a migration this
+// binary carries is not ready.
+func TestMigrated(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "bastion.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrated(ctx); err != nil {
+		t.Fatalf("fresh database: %v", err)
+	}
+	if _, err := db.SQL().ExecContext(ctx, `DELETE FROM schema_migrations WHERE id = '0003_pats'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Migrated(ctx); err == nil || !strings.Contains(err.Error(), "0003_pats") {
+		t.Fatalf("a missing migration: %v, want an error naming 0003_pats", err)
+	}
+}
