@@ -62,6 +62,9 @@ type ServeConfig struct {
 
 	// Off, if non-nil, is the kill switch: true makes /mcp answer 404.
 	Off func() bool
+	// AgentAccessOff lists tenants whose agent access is switched off: /mcp
+	// answers them 404, as if it did not exist, while REST keeps working.
+	AgentAccessOff []string
 	// Timeouts bound each connection; zero fields mean edge's defaults.
 	Timeouts edge.Timeouts
 	// DrainTimeout bounds the graceful stop (default 20 s).
@@ -130,6 +133,7 @@ func (a *App) NewHTTP(sc ServeConfig) (*HTTP, error) {
 		AllowedHosts:   sc.AllowedHosts,
 		AllowedOrigins: sc.AllowedOrigins,
 		TrustedProxy:   sc.TrustedProxy,
+		AgentAccess:    agentAccess(sc.AgentAccessOff),
 		Ready: []edge.Check{
 			{Name: "store", Check: a.Ping},
 			{Name: "migrations", Check: a.Migrated},
@@ -348,4 +352,17 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 		admin.Close()
 	}
 	return errors.Join(serveErr, drainErr, stop())
+}
+
+// agentAccess is the per-tenant agent-access flag: nil (everyone) when no
+// tenant is switched off.
+func agentAccess(off []string) func(context.Context, string) bool {
+	if len(off) == 0 {
+		return nil
+	}
+	denied := make(map[string]bool, len(off))
+	for _, t := range off {
+		denied[t] = true
+	}
+	return func(_ context.Context, tenant string) bool { return !denied[tenant] }
 }

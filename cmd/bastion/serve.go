@@ -34,6 +34,7 @@ type serveFlags struct {
 	allowedHosts            []string
 	allowedOrigins          []string
 	trustedProxy            bool
+	agentAccessOff          []string
 	dev, noWorkers          bool
 	unsafeNoAuth            bool
 }
@@ -49,8 +50,8 @@ and 2026-07-28 stateless, chosen per request), the REST API at /api/v1/,
 
 Dark by default: it binds loopback unless told otherwise and refuses a
 non-loopback address without authentication; BASTION_MCP=off makes the MCP
-path answer 404; a request with Forwarded/X-Forwarded-* headers is refused
-unless --trusted-proxy.
+path answer 404, and --agent-access-off does the same for chosen tenants; a
+request with Forwarded/X-Forwarded-* headers is refused unless --trusted-proxy.
 
 Authentication: personal access tokens (bastion token create) always; OAuth
 access tokens (JWT) when --resource, --issuer and --jwks-url are given
@@ -92,6 +93,7 @@ prints it once on stderr with the URL.`,
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "accepted Host values (default loopback names)")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "accepted browser Origins (default same-origin)")
 	fl.BoolVar(&f.trustedProxy, "trusted-proxy", false, "a reverse proxy in front sets Forwarded/X-Forwarded-* headers")
+	fl.StringSliceVar(&f.agentAccessOff, "agent-access-off", nil, "tenants whose agent access is off: the MCP path answers them 404 (REST still works)")
 	fl.BoolVar(&f.dev, "dev", false, `loopback development server: create and print a token for tenant "dev"`)
 	fl.BoolVar(&f.noWorkers, "no-workers", false, "serve the API only; another replica runs the jobs")
 	fl.BoolVar(&f.allowPrivate, "allow-private", false, "also allow loopback/private development servers as targets, without an ownership proof")
@@ -129,7 +131,8 @@ func (f serveFlags) run(ctx context.Context, stderr io.Writer) error {
 		Resource: f.resource, Issuer: f.issuer, JWKSURL: f.jwksURL, Audience: f.audience,
 		TenantClaim: f.tenantClaim, JWKSAllowPrivate: f.jwksAllowPrivate,
 		UnsafeNoAuth: f.unsafeNoAuth, DevPrincipal: devP,
-		Off: func() bool { return os.Getenv("BASTION_MCP") == "off" },
+		Off:            func() bool { return os.Getenv("BASTION_MCP") == "off" },
+		AgentAccessOff: f.agentAccessOff,
 		Listening: func(mcpURL, adminAddr string) {
 			fmt.Fprintf(stderr, "bastion serve: listening on %s (metrics on %s)\n", mcpURL, adminAddr)
 		},

@@ -370,6 +370,20 @@ func TestServeKillSwitch(t *testing.T) {
 	}
 }
 
+// TestServeAgentAccessOff: a tenant whose agent access is off gets 404 on
+// the MCP path with a valid token, as if it did not exist; REST still works.
+func TestServeAgentAccessOff(t *testing.T) {
+	testenv.Chromium(t)
+	t.Parallel()
+	s := startServe(t, "serve-agent-off", nil, "--dev", "--agent-access-off", devTenant, "--data-dir", t.TempDir(), "--log-level", "warn")
+	if code, _, body := httpDo(t, "POST", s.mcpURL, s.token, toolsListBody); code != http.StatusNotFound || !strings.Contains(body, "not_found") {
+		t.Errorf("/mcp for a tenant with agent access off: %d %s", code, body)
+	}
+	if code, _, body := httpDo(t, "GET", s.base+"/api/v1/targets", s.token, ""); code != 200 {
+		t.Errorf("REST for that tenant: %d %s", code, body)
+	}
+}
+
 // TestServeRefusesExposure: no unauthenticated or --dev server on a
 // non-loopback address; the refusal comes before anything is opened.
 func TestServeRefusesExposure(t *testing.T) {
