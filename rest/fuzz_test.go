@@ -54,6 +54,14 @@ func FuzzDecodeBody(f *testing.F) {
 					t.Fatalf("re-encode: %v", merr)
 				}
 				var out review.SubmitParams
+				// omitempty drops an empty list, which decodes back as nil:
+				// the same request.
+				if len(in.Routes) == 0 {
+					in.Routes = nil
+				}
+				if len(in.Viewports) == 0 {
+					in.Viewports = nil
+				}
 				if derr := decodeJSON(again, &out); derr != nil || !reflect.DeepEqual(in, out) {
 					t.Fatalf("round trip: %v: %+v != %+v", derr, in, out)
 				}
