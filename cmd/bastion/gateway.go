@@ -23,6 +23,7 @@ import (
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/loop"
+	"github.com/bastion-mcp/bastion/gateway/pin"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
@@ -47,7 +48,9 @@ only without authentication) or over stdin/stdout (--stdio). Every tools/call
 passes routing, policy (with approvals), pins, rate limits and inspection, and
 every outcome is appended to the audit ledger ([audit] dir, default
 $XDG_DATA_HOME/bastion/audit); a call the ledger cannot record is refused.
-Parked calls wait in [approvals] file for ` + "`bastion approvals`" + `.`,
+Parked calls wait in [approvals] file for ` + "`bastion approvals`" + `; tool
+pins live in [pins] file (default pins.json beside the audit directory) and a
+drifted tool stays hidden until ` + "`bastion pin approve`" + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -95,6 +98,7 @@ func runGateway(ctx context.Context, f gatewayFlags, stdout, stderr io.Writer) e
 	if approvalsFile == "" {
 		approvalsFile = filepath.Join(filepath.Dir(dir), "approvals.json")
 	}
+	pins := pin.NewFileStore(pinsFile(cfg, dir))
 
 	inProcess := map[string]func(context.Context) (mcp.Transport, error){}
 	for name, s := range cfg.Servers {
@@ -129,6 +133,7 @@ func runGateway(ctx context.Context, f gatewayFlags, stdout, stderr io.Writer) e
 		Dial:      loop.StandardDialer(cfg, upstream.Deps{Logger: log, Guard: guard}, inProcess),
 		Ledger:    led,
 		Approvals: loop.NewFileApprovals(approvalsFile),
+		PinStore:  pins,
 		Metrics:   reg,
 		Logger:    log,
 		Version:   version,

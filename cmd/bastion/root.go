@@ -32,6 +32,7 @@ func newRootCmd() *cobra.Command {
 		newTargetsCmd(),
 		newGatewayCmd(),
 		newApprovalsCmd(),
+		newPinCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root

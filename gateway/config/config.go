@@ -75,6 +75,7 @@ type File struct {
 	Pin       Pin                `toml:"pin"`
 	Audit     Audit              `toml:"audit"`
 	Approvals Approvals          `toml:"approvals"`
+	Pins      Pins               `toml:"pins"`
 }
 
 // Gateway holds gateway-wide settings.
