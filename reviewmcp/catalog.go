@@ -3,6 +3,7 @@ package reviewmcp
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -28,6 +29,12 @@ type catalogTool struct {
 
 // catalog is the parsed catalog: each tool's schemas as served and as
 // resolved for validation.
+//
+// A catalog is immutable once loadCatalog returns, and one is shared by every
+// server of the process (see sharedCatalog): nothing may write to it, to a
+// toolSchema, or to the bytes and schemas they hold. The served schemas go
+// to the SDK as json.RawMessage, which it only reads, and validation builds
+// its state per call.
 type catalog struct {
 	version string
 	tools   map[string]*toolSchema
@@ -40,6 +47,13 @@ type toolSchema struct {
 	in       *jsonschema.Schema
 	resolved *jsonschema.Resolved
 }
+
+// sharedCatalog returns the process's one parse of the embedded catalog.
+// The stateless 2026-07-28 wire builds a server per request, and parsing and
+// resolving the schemas is most of that cost, so it is done once, on first
+// use rather than at package init. The bytes are embedded, so the result,
+// error included, can never change.
+var sharedCatalog = sync.OnceValues(loadCatalog)
 
 // loadCatalog parses the embedded catalog and resolves each input schema.
 // Every tool toolDefs names must be in it.

@@ -94,18 +94,28 @@ func NewServer(svc Service, o Options) *mcp.Server {
 	if o.PrincipalFrom == nil {
 		o.PrincipalFrom = principal.FromContext
 	}
-	cat, err := loadCatalog()
+	cat, err := sharedCatalog()
 	if err != nil {
 		panic("reviewmcp: " + err.Error())
 	}
 	a := &adapter{svc: svc, opts: o, cat: cat}
 	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "bastion design review", Version: o.Version},
-		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{}})
+		&mcp.ServerOptions{Logger: o.Logger, Capabilities: capabilities()})
 	for _, d := range toolDefs() {
 		srv.AddTool(a.tool(d), a.handler(d))
 	}
 	srv.AddResourceTemplate(panelTemplate(), a.readPanel)
 	return srv
+}
+
+// capabilities are the capabilities the server declares; tools and resources
+// are inferred by the SDK from the tools and the panel template. The SDK
+// answers prompts/list on every server, so prompts is declared with its
+// always-empty list (a client, and the stateless wire's discovery check,
+// may rely on an undeclared method being unsupported). Logging is left out:
+// the server sends no log messages.
+func capabilities() *mcp.ServerCapabilities {
+	return &mcp.ServerCapabilities{Prompts: &mcp.PromptCapabilities{}}
 }
 
 // adapter holds what every tool handler shares. It is immutable after
