@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -46,5 +48,34 @@ func BenchmarkEncode(b *testing.B) {
 	for b.Loop() {
 		r.Hash = r.ComputeHash()
 		buf = r.AppendCanonical(buf[:0])
+	}
+}
+
+// BenchmarkAppend8 is the gateway's shape: exactly eight appenders, each
+// waiting for its record before appending the next.
+func BenchmarkAppend8(b *testing.B) {
+	tb := setup(b, Options{})
+	l := tb.open(b)
+	e := entry(1)
+	e.Result = make([]byte, 512)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range 8 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if _, err := l.Append(context.Background(), e); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.StopTimer()
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -8,7 +8,8 @@
 //     by one with no gaps; each record's prev_hash is the previous record's
 //     hash across segment boundaries; the first prev_hash is Genesis.
 //   - Append returns only after its record is written and fsynced (group
-//     commit: concurrent appenders share one write and one fsync). A request's
+//     commit: concurrent appenders share one durable write; on Linux the
+//     segment is O_DSYNC, elsewhere the write is followed by fsync). A request's
 //     cancellation never drops a record, and any failure is returned so the
 //     caller fails the call closed. After a write or fsync failure the ledger
 //     refuses every later Append until it is reopened (the on-disk state is
@@ -252,9 +253,18 @@ func (l *Ledger) recover() ([]string, error) {
 	if err := l.findHead(segs, data[:good]); err != nil {
 		return nil, err
 	}
-	l.seg, err = openAppend(last.path, good)
+	l.seg, err = openAppend(last.path, good, segmentSyncFlag)
 	if err != nil {
 		return nil, err
+	}
+	// A process that died between its write and its flush leaves records in
+	// the page cache that this run reads as the chain head. An O_DSYNC write
+	// flushes only its own bytes, so make theirs durable before building on
+	// them: a machine crash must not keep our records and lose their parents.
+	if err := l.seg.Sync(); err != nil {
+		l.seg.Close()
+		l.seg = nil
+		return nil, fmt.Errorf("audit: fsync %s: %w", filepath.Base(last.path), err)
 	}
 	l.segIndex, l.segSize = last.index, good
 
@@ -295,7 +305,7 @@ func (l *Ledger) recover() ([]string, error) {
 	if completeLast {
 		cgood--
 	}
-	l.ckpt, err = openAppend(cpath, cgood)
+	l.ckpt, err = openAppend(cpath, cgood, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -469,8 +479,9 @@ func (l *Ledger) closeFiles() error {
 	return first
 }
 
-// run is the flusher: it writes each batch with one write and one fsync,
-// then wakes the batch's appenders, and signs checkpoints.
+// run is the flusher: it makes each batch durable with one write (plus an
+// fsync where writeIsDurable is false), then wakes the batch's appenders, and
+// signs checkpoints.
 func (l *Ledger) run() {
 	defer close(l.done)
 	var tick <-chan time.Time
@@ -542,6 +553,9 @@ func (l *Ledger) write(buf []byte) error {
 	if err != nil {
 		return fmt.Errorf("audit: write: %w", err)
 	}
+	if writeIsDurable {
+		return nil
+	}
 	if err := l.seg.Sync(); err != nil {
 		return fmt.Errorf("audit: fsync: %w", err)
 	}
@@ -552,7 +566,7 @@ func (l *Ledger) write(buf []byte) error {
 // reader that sees the new file knows the old one is complete.
 func (l *Ledger) rotate() error {
 	next := l.segIndex + 1
-	f, err := os.OpenFile(segmentPath(l.dir, next), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(segmentPath(l.dir, next), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|segmentSyncFlag, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit: rotate: %w", err)
 	}
@@ -594,10 +608,10 @@ func (l *Ledger) seal() {
 	l.sealedSeq = c.Seq
 }
 
-// openAppend opens path for appending, creating it, and cuts it to size (a
-// torn tail) durably.
-func openAppend(path string, size int64) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+// openAppend opens path for appending with the extra open flags, creating
+// it, and cuts it to size (a torn tail) durably.
+func openAppend(path string, size int64, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|flag, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", filepath.Base(path), err)
 	}

@@ -582,13 +582,23 @@ func TestTailLastAndFollow(t *testing.T) {
 			return nil
 		})
 	}()
+	// Wait for the last existing record before appending: otherwise a fast
+	// writer can land seq 13 before Tail looks, and Last: 1 starts there.
+	select {
+	case s := <-recs:
+		if s != 12 {
+			t.Fatalf("follow started at seq %d, want 12", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("follow did not emit the last record")
+	}
 	// New records arrive across several rotations (1500-byte segments).
 	for i := range 20 {
 		if _, err := l.Append(context.Background(), entry(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := uint64(12)
+	want := uint64(13)
 	deadline := time.After(10 * time.Second)
 	for want < 32 {
 		select {
@@ -656,5 +666,47 @@ func TestVerifyRejectsOverlongLine(t *testing.T) {
 	f.Close()
 	if rep := tb.verify(t); !rep.Broken || rep.BrokenAt != 3 || !strings.Contains(rep.Reason, "longer than") {
 		t.Fatalf("Verify(overlong line) = %+v", rep)
+	}
+}
+
+// TestFailedWriteFailsEveryWaiterAndPoisons: when a batch cannot be made
+// durable, every appender waiting on it is refused, and so is every later
+// Append, until the ledger is reopened.
+func TestFailedWriteFailsEveryWaiterAndPoisons(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	l := tb.open(t)
+	if _, err := l.Append(context.Background(), entry(0)); err != nil {
+		t.Fatal(err)
+	}
+	// Closing the segment under the flusher makes its next write fail, as
+	// a dead disk would; the flusher is idle, the Append above returned.
+	if err := l.seg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 8
+	errs := make(chan error, waiters)
+	var wg sync.WaitGroup
+	for i := range waiters {
+		wg.Go(func() {
+			_, err := l.Append(context.Background(), entry(i+1))
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !fault.Is(err, fault.Unavailable) {
+			t.Errorf("Append after a failed write = %v, want UNAVAILABLE", err)
+		}
+	}
+	if _, err := l.Append(context.Background(), entry(99)); !fault.Is(err, fault.Unavailable) {
+		t.Fatalf("Append on a poisoned ledger = %v, want UNAVAILABLE", err)
+	}
+	if err := l.Close(); err == nil {
+		t.Fatal("Close of a poisoned ledger = nil, want the write failure")
+	}
+	if rep := tb.verify(t); rep.Broken || rep.Records != 1 {
+		t.Fatalf("Verify = %+v, want only the first record", rep)
 	}
 }

@@ -70,8 +70,12 @@ func startHelper(t *testing.T, tb *testBundle, mode string) *exec.Cmd {
 	return cmd
 }
 
+// The tests that start helper processes are not parallel: between fork and
+// exec a child holds every file description of this process, the ledger
+// lock's included, so a parallel test that closes and reopens a ledger
+// would see ErrLocked. Sequential tests finish before parallel ones run.
+
 func TestLockAcrossProcesses(t *testing.T) {
-	t.Parallel()
 	tb := setup(t, Options{})
 	tb.writeLedger(t, 1)
 	child := startHelper(t, tb, "hold")
@@ -88,7 +92,6 @@ func TestLockAcrossProcesses(t *testing.T) {
 // TestCrashMidAppend kills a process that is appending as fast as it can,
 // then checks that Open recovers and the whole ledger verifies.
 func TestCrashMidAppend(t *testing.T) {
-	t.Parallel()
 	tb := setup(t, Options{})
 	child := startHelper(t, tb, "append")
 	// Let it write a few batches (and some checkpoints), then kill it hard.
