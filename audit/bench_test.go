@@ -79,3 +79,22 @@ func BenchmarkAppend8(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkAppend1 is one sequential caller: every record is its own batch,
+// so ns/op is the latency a lone gateway call pays for its durable record.
+func BenchmarkAppend1(b *testing.B) {
+	tb := setup(b, Options{})
+	l := tb.open(b)
+	e := entry(1)
+	e.Result = make([]byte, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.Append(context.Background(), e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -30,7 +30,7 @@ func fileFlags(t *testing.T, f *os.File) int {
 	return 0
 }
 
-// TestSegmentsAreDsync: with writeIsDurable the flusher skips fsync, so
+// TestSegmentsAreDsync: with writeIsDurable the writer skips fsync, so
 // every segment it writes, the reopened one and the rotated ones, must be
 // O_DSYNC or acknowledged records would sit only in the page cache.
 func TestSegmentsAreDsync(t *testing.T) {
@@ -47,7 +47,7 @@ func TestSegmentsAreDsync(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Append returned, so the flusher's rotation happened before it.
+	// Append returned, so the rotation happened before it.
 	if l.segIndex < 2 {
 		t.Fatalf("segIndex = %d, want a rotation", l.segIndex)
 	}

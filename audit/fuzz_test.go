@@ -32,8 +32,9 @@ func TestHashIsOverLineWithoutHashMember(t *testing.T) {
 
 // FuzzVerify mutates the segment and checkpoint bytes of a sealed ledger.
 // Verify must never panic, and must never call a changed ledger intact: the
-// only change it may accept is extra bytes after the last newline (a torn
-// tail, which hides no record).
+// only change it may accept is extra bytes after the last newline before
+// the first zero byte (a torn tail or preallocated space, which hides no
+// record).
 func FuzzVerify(f *testing.F) {
 	// Small on purpose: the fuzzer minimizes interesting inputs, and every
 	// step of that runs Verify with its signature checks.
@@ -53,6 +54,8 @@ func FuzzVerify(f *testing.F) {
 	f.Add(bytes.Replace(seg, []byte(`"seq":3`), []byte(`"seq":4`), 1), cps)
 	f.Add(append(bytes.Clone(seg), seg...), cps)
 	f.Add([]byte("{}\n"), []byte(nil))
+	f.Add(append(bytes.Clone(seg), make([]byte, 300)...), cps)
+	f.Add(append(append(bytes.Clone(seg[:len(seg)/2]), 0, 0, 0), seg[len(seg)/2:]...), cps)
 	f.Add([]byte(`{"args_sha256":"","seq":18446744073709551615}`+"\n"), cps)
 	f.Fuzz(func(t *testing.T, s, c []byte) {
 		fsys := fstest.MapFS{segmentName(1): {Data: s}, checkpointFile: {Data: c}}
@@ -64,10 +67,12 @@ func FuzzVerify(f *testing.F) {
 		// a tail that no shown checkpoint covers cannot be detected locally,
 		// which is why checkpoints are shipped off the machine), never one
 		// shorter than a checkpoint it was shown, and checkpoints that are a
-		// prefix of the originals. Extra bytes after the last newline are a
-		// torn tail that hides nothing.
+		// prefix of the originals. Bytes after the last newline before the
+		// first zero byte are a torn tail: like a truncation, they can hide
+		// only records that no shown checkpoint covers.
 		complete := func(b []byte) []byte { return b[:bytes.LastIndexByte(b, '\n')+1] }
-		recs, cks := complete(s), complete(c)
+		good, _ := splitTail(s) // records end at the first zero byte (preallocated segments)
+		recs, cks := s[:good], complete(c)
 		if len(c) > len(cks) && bytes.HasPrefix(cps, c) {
 			cks = c // a checkpoint missing only its newline counts
 		}

@@ -8,19 +8,28 @@
 //     by one with no gaps; each record's prev_hash is the previous record's
 //     hash across segment boundaries; the first prev_hash is Genesis.
 //   - Append returns only after its record is written and fsynced (group
-//     commit: concurrent appenders share one durable write; on Linux the
-//     segment is O_DSYNC, elsewhere the write is followed by fsync). A request's
-//     cancellation never drops a record, and any failure is returned so the
-//     caller fails the call closed. After a write or fsync failure the ledger
-//     refuses every later Append until it is reopened (the on-disk state is
-//     then unknown; Open's recovery decides it).
+//     commit: concurrent appenders share one durable write, made by one of
+//     them; on Linux the segment is O_DSYNC, elsewhere the write is followed
+//     by fsync). A request's cancellation never drops a record, and any
+//     failure is returned so the caller fails the call closed. After a write
+//     or fsync failure the ledger refuses every later Append until it is
+//     reopened (the on-disk state is then unknown; Open's recovery decides
+//     it).
 //   - One writer per directory: Open takes an exclusive flock on ledger.lock,
 //     so two processes cannot fork the chain.
 //   - Signed Ed25519 checkpoints (checkpoints.jsonl) seal the chain every N
 //     records, every T, and at Close; Verify reports a ledger that ends before
 //     a signed checkpoint, or disagrees with one, as broken.
-//   - Open repairs only a torn final line (the bytes after the last newline,
-//     left by a crash mid-write) and then appends a "recovered" record saying
+//   - The live segment is preallocated to MaxFileBytes where the file system
+//     can (fallocate on Linux), so a durable append overwrites allocated
+//     zeros instead of growing the file and committing its new size. The
+//     records of a segment therefore end at its first zero byte (no record
+//     holds one); Open, Verify and Tail stop there. Rotation and Close cut a
+//     segment back to its records, so only the live segment, or the last
+//     one after a crash, carries zeros.
+//   - Open repairs only a torn final line (the bytes after the last newline
+//     before the first zero byte, up to the last non-zero byte: what a crash
+//     mid-write leaves) and then appends a "recovered" record saying
 //     how many bytes it cut; a complete line that fails its own hash is never
 //     repaired: Open refuses and Verify says where.
 //
@@ -28,7 +37,9 @@
 // who can rewrite both files and read the key can forge a consistent ledger.
 // Keep Options.KeyFile outside the ledger directory, pin the public key when
 // verifying, and ship checkpoints off the machine (audit tail) for stronger
-// guarantees.
+// guarantees. A zero byte written into the last segment hides the records
+// after it exactly as truncating them would: Verify reports them as torn
+// bytes, and as broken once a checkpoint covers them.
 package audit
 
 import (
@@ -81,7 +92,8 @@ var (
 // Options tunes a Ledger. The zero value means the defaults below.
 type Options struct {
 	// MaxFileBytes starts a new segment once the current one would grow past
-	// it. Zero means 64 MiB. A single group-commit batch is never split.
+	// it. Zero means 64 MiB. A single group-commit batch is never split. The
+	// live segment takes this much disk from the start (preallocated).
 	MaxFileBytes int64
 	// CheckpointEvery signs a checkpoint after this many new records. Zero
 	// means 1000; negative disables the count trigger.
@@ -140,21 +152,25 @@ type Ledger struct {
 	opts Options
 	key  ed25519.PrivateKey
 	lock *os.File
-	kick chan struct{} // capacity 1: the current batch has records
 	stop chan struct{} // closed by Close
-	done chan struct{} // closed when the flusher has exited
+	done chan struct{} // closed when the sealer has exited
 
-	mu     sync.Mutex // guards the fields below; never held across I/O
-	seq    uint64     // last assigned seq
-	head   string     // hash of the last assigned record
-	cur    *batch     // records not yet handed to the flusher
-	err    error      // sticky write failure; every later Append fails
-	closed bool
+	mu      sync.Mutex // guards the fields below; never held across I/O
+	seq     uint64     // last assigned seq
+	head    string     // hash of the last assigned record
+	cur     *batch     // records not yet being written
+	writing bool       // an appender is writing a batch; cur waits for it
+	spare   []byte     // the last written batch's buffer, for the next batch
+	err     error      // sticky write failure; every later Append fails
+	closed  bool
+	pending sync.WaitGroup // Appends that were assigned a seq and have not returned
 
-	// Owned by the flusher goroutine (and by Open before it starts it).
-	seg         *os.File
+	// io serializes file I/O (an appender writing a batch, the sealer, Open
+	// and Close) and guards the fields below.
+	io          sync.Mutex
+	seg         *os.File // written at segSize with WriteAt: it may be preallocated
 	segIndex    int
-	segSize     int64
+	segSize     int64 // bytes of records in seg; past them, zeros or EOF
 	ckpt        *os.File
 	durableSeq  uint64
 	durableHash string
@@ -163,20 +179,26 @@ type Ledger struct {
 }
 
 // batch is one group commit: the records appended while the previous batch
-// was being written.
+// was being written. Its first appender writes it when no write is under way;
+// otherwise the appender that wrote the previous batch hands the job to one
+// of this batch's waiters through lead. No goroutine sits between an
+// appender and the disk: a lone appender writes its own record, with no
+// wakeup of another goroutine on its path (each costs a wait for a P on a
+// busy machine).
 type batch struct {
 	buf      []byte
 	n        int
 	lastSeq  uint64
 	lastHash string
+	lead     chan struct{} // capacity 1: a token telling one waiter to write this batch
 	done     chan struct{} // closed after the write+fsync; err is then final
 	err      error
 }
 
-func newBatch() *batch { return &batch{done: make(chan struct{})} }
+func newBatch() *batch { return &batch{lead: make(chan struct{}, 1), done: make(chan struct{})} }
 
 // Open opens (creating if needed) the ledger in dir for writing, takes its
-// lock, repairs a torn tail and starts the group-commit writer. A second
+// lock, repairs a torn tail and starts the checkpoint sealer. A second
 // Open of the same dir fails with an error wrapping ErrLocked until Close.
 func Open(dir string, opts Options) (*Ledger, error) {
 	opts = opts.withDefaults(dir)
@@ -191,7 +213,7 @@ func Open(dir string, opts Options) (*Ledger, error) {
 		lf.Close()
 		return nil, fmt.Errorf("audit: %s: %w", dir, err)
 	}
-	l := &Ledger{dir: dir, opts: opts, lock: lf, kick: make(chan struct{}, 1), stop: make(chan struct{}),
+	l := &Ledger{dir: dir, opts: opts, lock: lf, stop: make(chan struct{}),
 		done: make(chan struct{}), cur: newBatch()}
 	notes, err := l.recover()
 	if err != nil {
@@ -246,27 +268,23 @@ func (l *Ledger) recover() ([]string, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("audit: read %s: %w", last.path, err)
 	}
-	good := int64(bytes.LastIndexByte(data, '\n') + 1)
-	if torn := int64(len(data)) - good; torn > 0 {
+	good, end := splitTail(data)
+	if torn := end - good; torn > 0 {
 		notes = append(notes, fmt.Sprintf("%d torn bytes at the end of %s", torn, filepath.Base(last.path)))
 	}
 	if err := l.findHead(segs, data[:good]); err != nil {
 		return nil, err
 	}
-	l.seg, err = openAppend(last.path, good, segmentSyncFlag)
+	// openSegment's fsync matters even when nothing was cut: a process that
+	// died between its write and its flush leaves records in the page cache
+	// that this run reads as the chain head. An O_DSYNC write flushes only
+	// its own bytes, so make theirs durable before building on them: a
+	// machine crash must not keep our records and lose their parents.
+	l.seg, err = l.openSegment(last.path, int64(good), false)
 	if err != nil {
 		return nil, err
 	}
-	// A process that died between its write and its flush leaves records in
-	// the page cache that this run reads as the chain head. An O_DSYNC write
-	// flushes only its own bytes, so make theirs durable before building on
-	// them: a machine crash must not keep our records and lose their parents.
-	if err := l.seg.Sync(); err != nil {
-		l.seg.Close()
-		l.seg = nil
-		return nil, fmt.Errorf("audit: fsync %s: %w", filepath.Base(last.path), err)
-	}
-	l.segIndex, l.segSize = last.index, good
+	l.segIndex, l.segSize = last.index, int64(good)
 
 	// Checkpoints: repair a torn line too, and refuse a ledger that ends
 	// before what was signed (it lost records since the last run).
@@ -432,13 +450,22 @@ func (l *Ledger) Append(ctx context.Context, e Entry) (Record, error) {
 	b.n++
 	b.lastSeq, b.lastHash = r.Seq, r.Hash
 	l.seq, l.head = r.Seq, r.Hash
+	lead := !l.writing
+	l.writing = true
+	l.pending.Add(1)
 	l.mu.Unlock()
+	defer l.pending.Done()
 
-	select {
-	case l.kick <- struct{}{}:
-	default: // a kick is already pending; the flusher will take this record with it
+	if !lead {
+		select {
+		case <-b.done:
+		case <-b.lead:
+			lead = true
+		}
 	}
-	<-b.done
+	if lead {
+		l.commit()
+	}
 	if b.err != nil {
 		return Record{}, fault.Wrap(b.err, fault.Unavailable, "the audit ledger could not record this call; it was refused")
 	}
@@ -455,15 +482,32 @@ func (l *Ledger) Close() error {
 	}
 	l.closed = true
 	l.mu.Unlock()
+	// No Append gets a seq from now on; wait for those that have one, so
+	// every assigned record is written (or failed) before the final seal.
+	l.pending.Wait()
 	close(l.stop)
 	<-l.done
-	cerr := l.closeFiles()
+	l.io.Lock()
+	defer l.io.Unlock()
+	l.sealNow()
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err != nil {
-		return l.err
+	err := l.err
+	l.mu.Unlock()
+	if err == nil {
+		// A cleanly closed segment holds only records, as if it had never
+		// been preallocated. After a failure the state on disk is unknown:
+		// leave it to the next Open's recovery.
+		if err = l.seg.Truncate(l.segSize); err == nil {
+			err = l.seg.Sync()
+		}
+		if err != nil {
+			err = fmt.Errorf("audit: close: %w", err)
+		}
 	}
-	return cerr
+	if cerr := l.closeFiles(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (l *Ledger) closeFiles() error {
@@ -479,9 +523,8 @@ func (l *Ledger) closeFiles() error {
 	return first
 }
 
-// run is the flusher: it makes each batch durable with one write (plus an
-// fsync where writeIsDurable is false), then wakes the batch's appenders, and
-// signs checkpoints.
+// run is the sealer: it signs checkpoints on the interval. The appender
+// that commits a batch signs on the count trigger; Close signs the last one.
 func (l *Ledger) run() {
 	defer close(l.done)
 	var tick <-chan time.Time
@@ -492,34 +535,30 @@ func (l *Ledger) run() {
 	}
 	for {
 		select {
-		case <-l.kick:
-			l.flush()
-			if n := l.opts.CheckpointEvery; n > 0 && l.durableSeq-l.sealedSeq >= uint64(n) {
-				l.seal()
-			}
 		case <-tick:
+			l.io.Lock()
 			if l.opts.Now().Sub(l.lastSeal) >= l.opts.CheckpointInterval {
-				l.seal()
+				l.sealNow()
 			}
+			l.io.Unlock()
 		case <-l.stop:
-			l.flush()
-			l.seal()
 			return
 		}
 	}
 }
 
-func (l *Ledger) flush() {
+// commit writes the current batch (the caller's own, which it leads), wakes
+// its appenders, and hands the lead to a waiter of the next batch if one
+// gathered meanwhile, else marks the ledger idle.
+func (l *Ledger) commit() {
 	l.mu.Lock()
 	b := l.cur
-	if b.n == 0 {
-		l.mu.Unlock()
-		return
-	}
 	l.cur = newBatch()
+	l.cur.buf, l.spare = l.spare, nil
 	err := l.err
 	l.mu.Unlock()
 
+	l.io.Lock()
 	if err == nil {
 		err = l.write(b.buf)
 	}
@@ -530,7 +569,31 @@ func (l *Ledger) flush() {
 	}
 	b.err = err
 	close(b.done)
+	// The count trigger seals exactly at the batch that crosses it, before
+	// any later batch is written; its cost lands on this appender once per
+	// CheckpointEvery records.
+	if n := l.opts.CheckpointEvery; err == nil && n > 0 && l.durableSeq-l.sealedSeq >= uint64(n) {
+		l.sealNow()
+	}
+	l.io.Unlock()
+
+	l.mu.Lock()
+	// The appenders copied their records out of buf before waiting
+	// (Append returns a Record, not bytes), so the next batch can reuse it.
+	if cap(b.buf) <= maxSpare {
+		l.spare = b.buf[:0]
+	}
+	if l.cur.n > 0 {
+		l.cur.lead <- struct{}{} // writing stays true: the lead passes on
+	} else {
+		l.writing = false
+	}
+	l.mu.Unlock()
 }
+
+// maxSpare bounds the batch buffer kept for reuse, so one burst of
+// appenders does not pin a large buffer for the ledger's lifetime.
+const maxSpare = 1 << 20
 
 // fail makes err sticky: after a failed write or fsync nothing more is
 // appended until the ledger is reopened and recovered.
@@ -548,7 +611,7 @@ func (l *Ledger) write(buf []byte) error {
 			return err
 		}
 	}
-	n, err := l.seg.Write(buf)
+	n, err := l.seg.WriteAt(buf, l.segSize)
 	l.segSize += int64(n)
 	if err != nil {
 		return fmt.Errorf("audit: write: %w", err)
@@ -562,11 +625,18 @@ func (l *Ledger) write(buf []byte) error {
 	return nil
 }
 
-// rotate starts the next segment. The current one is already fsynced, so a
-// reader that sees the new file knows the old one is complete.
+// rotate starts the next segment. The current one is first cut to its
+// records (dropping its preallocated zeros) and fsynced, so a reader that
+// sees the new file knows the old one is complete and holds only records.
 func (l *Ledger) rotate() error {
+	if err := l.seg.Truncate(l.segSize); err != nil {
+		return fmt.Errorf("audit: rotate: %w", err)
+	}
+	if err := l.seg.Sync(); err != nil {
+		return fmt.Errorf("audit: rotate: fsync: %w", err)
+	}
 	next := l.segIndex + 1
-	f, err := os.OpenFile(segmentPath(l.dir, next), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND|segmentSyncFlag, 0o600)
+	f, err := l.openSegment(segmentPath(l.dir, next), 0, true)
 	if err != nil {
 		return fmt.Errorf("audit: rotate: %w", err)
 	}
@@ -582,9 +652,10 @@ func (l *Ledger) rotate() error {
 	return nil
 }
 
-// seal signs a checkpoint over the last durable record, if it is not sealed
-// yet. A failed checkpoint write is a ledger failure like any other.
-func (l *Ledger) seal() {
+// sealNow signs a checkpoint over the last durable record, if it is not
+// sealed yet. A failed checkpoint write is a ledger failure like any other.
+// The caller holds io.
+func (l *Ledger) sealNow() {
 	l.lastSeal = l.opts.Now()
 	if l.durableSeq == l.sealedSeq {
 		return
@@ -606,6 +677,35 @@ func (l *Ledger) seal() {
 		return
 	}
 	l.sealedSeq = c.Seq
+}
+
+// openSegment opens the segment at path for writing at size (creating it;
+// exclusively when fresh), cuts anything past size (a torn tail), preallocates
+// it to MaxFileBytes where the file system can, and fsyncs it all.
+func (l *Ledger) openSegment(path string, size int64, fresh bool) (*os.File, error) {
+	flag := os.O_WRONLY | os.O_CREATE | segmentSyncFlag
+	if fresh {
+		flag |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flag, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open %s: %w", filepath.Base(path), err)
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Size() != size {
+		err = f.Truncate(size)
+	}
+	if err == nil && size < l.opts.MaxFileBytes {
+		_, err = preallocate(f, l.opts.MaxFileBytes)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit: prepare %s: %w", filepath.Base(path), err)
+	}
+	return f, nil
 }
 
 // openAppend opens path for appending with the extra open flags, creating

@@ -679,8 +679,8 @@ func TestFailedWriteFailsEveryWaiterAndPoisons(t *testing.T) {
 	if _, err := l.Append(context.Background(), entry(0)); err != nil {
 		t.Fatal(err)
 	}
-	// Closing the segment under the flusher makes its next write fail, as
-	// a dead disk would; the flusher is idle, the Append above returned.
+	// Closing the segment under the ledger makes its next write fail, as
+	// a dead disk would; no write is under way, the Append above returned.
 	if err := l.seg.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -708,5 +708,96 @@ func TestFailedWriteFailsEveryWaiterAndPoisons(t *testing.T) {
 	}
 	if rep := tb.verify(t); rep.Broken || rep.Records != 1 {
 		t.Fatalf("Verify = %+v, want only the first record", rep)
+	}
+}
+
+// TestPreallocatedSegment: a live segment is preallocated (where the file
+// system can) and readers stop at its zeros; Close cuts it back to its
+// records, and a reopen preallocates again and continues the chain.
+func TestPreallocatedSegment(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{MaxFileBytes: 1 << 20})
+	l := tb.open(t)
+	for i := range 5 {
+		if _, err := l.Append(context.Background(), entry(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probe, err := os.CreateTemp(t.TempDir(), "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	canPrealloc, err := preallocate(probe, 4096)
+	probe.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(tb.seg(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if canPrealloc && fi.Size() != 1<<20 {
+		t.Fatalf("live segment is %d bytes, want it preallocated to 1 MiB", fi.Size())
+	}
+	if !canPrealloc {
+		t.Logf("this file system cannot preallocate; checking the growing layout only")
+	}
+	if rep := tb.verify(t); rep.Broken || rep.Records != 5 || rep.TornBytes != 0 {
+		t.Fatalf("Verify(live) = %+v, want 5 intact records and no torn bytes", rep)
+	}
+	var n int
+	if err := Tail(context.Background(), tb.dir, TailOptions{}, func(Record) error { n++; return nil }); err != nil || n != 5 {
+		t.Fatalf("Tail(live) read %d records (%v), want 5", n, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(tb.seg(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(readLines(t, tb.seg(1))) != 5 || bytes.IndexByte(data, 0) >= 0 || data[len(data)-1] != '\n' {
+		t.Fatalf("closed segment is %d bytes and not exactly 5 records", len(data))
+	}
+	l = tb.open(t)
+	if r, err := l.Append(context.Background(), entry(5)); err != nil || r.Seq != 6 {
+		t.Fatalf("append after reopen: %+v %v", r, err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep := tb.verify(t); rep.Broken || rep.Records != 6 || rep.TornBytes != 0 {
+		t.Fatalf("Verify = %+v, want 6 intact records", rep)
+	}
+}
+
+// TestZeroByteBeforeCheckpointIsBroken: a zero byte ends the records like a
+// truncation does, so one planted among sealed records is caught by the
+// checkpoint; in a segment that has a successor it is a break by itself.
+func TestZeroByteBeforeCheckpointIsBroken(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{MaxFileBytes: 2048, CheckpointEvery: 2})
+	tb.writeLedger(t, 20)
+	for _, n := range []int{2, 1} { // the last segment, then an earlier one
+		segs, err := listSegments(tb.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := segs[len(segs)-n].path
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clean := bytes.Clone(data)
+		data[len(data)/2] = 0
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if rep := tb.verify(t); !rep.Broken {
+			t.Fatalf("Verify with a zero byte in %s = %+v, want broken", filepath.Base(path), rep)
+		}
+		if err := os.WriteFile(path, clean, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -71,4 +72,26 @@ func listSegmentsFS(fsys fs.FS) ([]segment, error) {
 	}
 	slices.SortFunc(segs, func(a, b segment) int { return a.index - b.index })
 	return segs, nil
+}
+
+// splitTail finds where a segment's records end. Records never contain a
+// zero byte (the encoding escapes every control character), and a segment
+// is written strictly in order with each write durable before the next
+// starts, so every acknowledged record lies before the first zero byte. good
+// is the length of the complete lines before it. end is the offset after the
+// last non-zero byte: [good, end) is a torn write (a crash mid-append; in a
+// preallocated segment sectors can land out of order, so it may hold zero
+// runs and even whole lines, none of them acknowledged), and [end, len) is
+// unused preallocated space.
+func splitTail(b []byte) (good, end int) {
+	data := b
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		data = b[:i]
+	}
+	good = bytes.LastIndexByte(data, '\n') + 1
+	end = len(b)
+	for end > good && b[end-1] == 0 {
+		end--
+	}
+	return good, end
 }

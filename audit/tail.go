@@ -82,7 +82,8 @@ func startPosition(segs []segment, n int) (position, error) {
 		if err != nil {
 			return position{}, fmt.Errorf("audit: tail: %w", err)
 		}
-		b = b[:bytes.LastIndexByte(b, '\n')+1] // complete lines only
+		good, _ := splitTail(b)
+		b = b[:good] // complete lines only
 		for end := len(b) - 1; end >= 0; {
 			start := bytes.LastIndexByte(b[:end], '\n') + 1
 			if n--; n == 0 {
@@ -102,6 +103,7 @@ type tailer struct {
 	f       *os.File
 	br      *bufio.Reader
 	partial []byte // an incomplete line waiting for its newline
+	zero    bool   // the last drain stopped at a zero byte (the end of the records so far)
 }
 
 func (t *tailer) close() {
@@ -143,7 +145,7 @@ func (t *tailer) readAvailable(fn func(Record) error) (bool, error) {
 		if !hasNext {
 			return progressed, nil
 		}
-		if len(t.partial) > 0 {
+		if len(t.partial) > 0 || t.zero {
 			return progressed, fmt.Errorf("audit: tail: %s ends mid-line but is not the last segment", filepath.Base(segmentPath(t.dir, t.index)))
 		}
 		t.f.Close()
@@ -157,11 +159,24 @@ func (t *tailer) readAvailable(fn func(Record) error) (bool, error) {
 	}
 }
 
-// drain emits complete lines until EOF and returns how many it emitted.
+// drain emits complete lines until EOF or a zero byte and returns how many
+// it emitted.
 func (t *tailer) drain(fn func(Record) error) (int, error) {
 	n := 0
+	t.zero = false
 	for {
 		chunk, err := t.br.ReadSlice('\n')
+		if bytes.IndexByte(chunk, 0) >= 0 {
+			// The writer preallocates segments: zeros are where the records
+			// end for now (see splitTail). Rewind to the incomplete line so
+			// the next poll reads it again once the writer has filled it in.
+			t.zero, t.partial = true, t.partial[:0]
+			if _, err := t.f.Seek(t.offset, io.SeekStart); err != nil {
+				return n, fmt.Errorf("audit: tail: %w", err)
+			}
+			t.br.Reset(t.f)
+			return n, nil
+		}
 		if len(t.partial)+len(chunk) > maxLine+1 {
 			return n, fmt.Errorf("audit: tail: %s: line longer than %d bytes", filepath.Base(segmentPath(t.dir, t.index)), maxLine)
 		}

@@ -137,6 +137,24 @@ func verifySegment(rep *Report, fsys fs.FS, s segment, last bool, checks []Check
 	name := s.path
 	for lineNo := 1; ; lineNo++ {
 		line, err := readLine(br)
+		if z, ok := errors.AsType[*zeroError](err); ok {
+			if !last {
+				rep.breakAt(rep.LastSeq+1, "%s line %d holds a zero byte but is not the last segment", name, lineNo)
+				return false, nil
+			}
+			// The end of the records (see splitTail): what follows is a torn
+			// write, then preallocated zeros.
+			rest, err := nonZeroExtent(z.after, br)
+			if err != nil {
+				return false, fmt.Errorf("audit: verify: read %s: %w", name, err)
+			}
+			if rest > 0 {
+				rep.TornBytes += int64(len(line)) + 1 + rest
+			} else {
+				rep.TornBytes += int64(len(line))
+			}
+			return true, nil
+		}
 		if errors.Is(err, io.EOF) {
 			if len(line) == 0 {
 				return true, nil
@@ -184,16 +202,32 @@ func verifySegment(rep *Report, fsys fs.FS, s segment, last bool, checks []Check
 
 var errLineTooLong = errors.New("line too long")
 
+// zeroError reports a zero byte: no record holds one, so the records end
+// there. after is what the reader had consumed past the zero.
+type zeroError struct{ after []byte }
+
+func (*zeroError) Error() string { return "zero byte" }
+
 // readLine returns the next line without its newline. At the end of input it
-// returns the incomplete remainder (possibly empty) with io.EOF.
+// returns the incomplete remainder (possibly empty) with io.EOF; at a zero
+// byte, the bytes before it with a *zeroError.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := br.ReadSlice('\n')
+		zero := bytes.IndexByte(chunk, 0)
+		var after []byte
+		if zero >= 0 {
+			chunk, after = chunk[:zero], chunk[zero+1:]
+		}
 		if len(buf)+len(chunk) > maxLine+1 {
 			return nil, errLineTooLong
 		}
 		buf = append(buf, chunk...)
+		if zero >= 0 {
+			// after aliases br's buffer: copy it before br reads again.
+			return buf, &zeroError{after: bytes.Clone(after)}
+		}
 		switch {
 		case err == nil:
 			return buf[:len(buf)-1], nil
@@ -201,6 +235,33 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 			continue
 		default:
 			return buf, err
+		}
+	}
+}
+
+// nonZeroExtent returns the length of after followed by the rest of br, cut
+// after its last non-zero byte (0 when all of it is zero).
+func nonZeroExtent(after []byte, br *bufio.Reader) (int64, error) {
+	var n, extent int64
+	scan := func(b []byte) {
+		for i := len(b) - 1; i >= 0; i-- {
+			if b[i] != 0 {
+				extent = n + int64(i) + 1
+				break
+			}
+		}
+		n += int64(len(b))
+	}
+	scan(after)
+	buf := make([]byte, 64<<10)
+	for {
+		k, err := br.Read(buf)
+		scan(buf[:k])
+		if errors.Is(err, io.EOF) {
+			return extent, nil
+		}
+		if err != nil {
+			return 0, err
 		}
 	}
 }

@@ -2,7 +2,13 @@
 // the same in-process echo upstream is called directly and through the full
 // loop (routing, policy, pins, rate limit, inspection and the fsynced audit
 // ledger), in one run, sequentially (latency) and with concurrent callers
-// (throughput).
+// (throughput). It prints, per row, both throughputs and their ratio, both
+// p50s and p99s, and the p50 overhead.
+//
+// The ledger goes to a fresh directory under the working directory by
+// default, not under $TMPDIR, which is often tmpfs: fsync there is free and
+// the numbers would flatter the gateway. -ledger DIR puts it elsewhere; the
+// file system type is printed either way.
 //
 //	go run ./bench/gateway [-n 5000] [-c 8] [-ledger DIR]
 package main
@@ -71,12 +77,28 @@ func connect(ctx context.Context, s *mcp.Server) (*mcp.ClientSession, error) {
 }
 
 type result struct {
-	calls    int
-	elapsed  time.Duration
-	p50, p99 time.Duration
+	elapsed time.Duration
+	cpu     time.Duration   // process CPU time (user+system) over the measurement
+	lat     []time.Duration // one per call
 }
 
-func (r result) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
+// cpuPerCall is the whole process's CPU time per call: upstream, client and
+// (for the gateway) the gateway and its ledger.
+func (r result) cpuPerCall() time.Duration { return r.cpu / time.Duration(max(1, len(r.lat))) }
+
+func (r result) rate() float64 { return float64(len(r.lat)) / r.elapsed.Seconds() }
+
+func (r result) quantile(q float64) time.Duration {
+	s := slices.Sorted(slices.Values(r.lat))
+	return s[int(q*float64(len(s)-1))]
+}
+
+// add merges another round of the same measurement into r.
+func (r *result) add(o result) {
+	r.elapsed += o.elapsed
+	r.cpu += o.cpu
+	r.lat = append(r.lat, o.lat...)
+}
 
 // drive makes n calls of tool spread over c concurrent callers (each with
 // its own session from open) and measures each call.
@@ -94,7 +116,7 @@ func drive(ctx context.Context, open func() (*mcp.ClientSession, error), tool st
 	var next atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for _, cs := range sessions {
 		wg.Go(func() {
 			p := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "hello, gateway"}}
@@ -117,18 +139,18 @@ func drive(ctx context.Context, open func() (*mcp.ClientSession, error), tool st
 		})
 	}
 	wg.Wait()
-	el := time.Since(start)
+	el, cpu := time.Since(start), cpuTime()-cpu0
 	if err, _ := firstErr.Load().(error); err != nil {
 		return result{}, err
 	}
-	slices.Sort(lat)
-	return result{calls: n, elapsed: el, p50: lat[n/2], p99: lat[n*99/100]}, nil
+	return result{elapsed: el, cpu: cpu, lat: lat}, nil
 }
 
 func main() {
 	n := flag.Int("n", 5000, "calls per measurement")
+	rounds := flag.Int("rounds", 5, "alternate direct and gateway this many times per row, n/rounds calls each, so load from elsewhere on the machine hits both alike")
 	c := flag.Int("c", 8, "concurrent callers for the throughput measurement")
-	ledgerDir := flag.String("ledger", "", "ledger directory (default a fresh temporary directory on disk)")
+	ledgerDir := flag.String("ledger", "", "ledger directory (default a fresh directory under the working directory, removed afterwards)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -142,17 +164,17 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*n, *c, *ledgerDir); err != nil {
+	if err := run(*n, *c, max(1, min(*rounds, *n)), *ledgerDir); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/gateway:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(n, c int, ledgerDir string) error {
+func run(n, c, rounds int, ledgerDir string) error {
 	ctx := context.Background()
 	if ledgerDir == "" {
-		d, err := os.MkdirTemp("", "bench-gateway-ledger-")
+		d, err := os.MkdirTemp(".", "bench-gateway-ledger-")
 		if err != nil {
 			return err
 		}
@@ -164,6 +186,7 @@ func run(n, c int, ledgerDir string) error {
 		return err
 	}
 	defer led.Close()
+	timed := &timedLedger{Ledger: led}
 	cfg, err := config.Parse("bench.toml", []byte(gatewayTOML))
 	if err != nil {
 		return err
@@ -178,7 +201,7 @@ func run(n, c int, ledgerDir string) error {
 	}
 	l, err := loop.New(ctx, cfg, loop.Deps{
 		Dial:   loop.StandardDialer(cfg, upstream.Deps{}, map[string]func(context.Context) (mcp.Transport, error){"echo": inproc}),
-		Ledger: led,
+		Ledger: timed,
 	})
 	if err != nil {
 		return err
@@ -201,25 +224,40 @@ func run(n, c int, ledgerDir string) error {
 	type row struct {
 		name string
 		d, g result
+		app  result // the ledger's Appends during the gateway rounds
 	}
 	var rows []row
 	for _, conc := range []int{1, c} {
-		d, err := drive(ctx, direct, "echo", n, conc)
-		if err != nil {
-			return fmt.Errorf("direct: %w", err)
+		var d, g, app result
+		for i := range rounds {
+			k := n/rounds + boolInt(i < n%rounds)
+			rd, err := drive(ctx, direct, "echo", k, conc)
+			if err != nil {
+				return fmt.Errorf("direct: %w", err)
+			}
+			timed.start()
+			rg, err := drive(ctx, governed, "echo__echo", k, conc)
+			if err != nil {
+				return fmt.Errorf("gateway: %w", err)
+			}
+			d.add(rd)
+			g.add(rg)
+			app.add(timed.stop())
 		}
-		g, err := drive(ctx, governed, "echo__echo", n, conc)
-		if err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-		rows = append(rows, row{fmt.Sprintf("%d caller(s)", conc), d, g})
+		rows = append(rows, row{fmt.Sprintf("%d caller(s)", conc), d, g, app})
 	}
-	fmt.Printf("tools/call, in-process echo upstream, %d calls per row, ledger in %s (fsync on)\n", n, ledgerDir)
+	fmt.Printf("tools/call, in-process echo upstream, %d calls per row, ledger in %s (%s, fsync on)\n", n, ledgerDir, fsType(ledgerDir))
 	fmt.Printf("%-12s %12s %12s %12s %12s %12s %12s %12s %10s\n", "", "direct/s", "gateway/s", "direct p50", "gateway p50", "overhead p50", "direct p99", "gateway p99", "ratio")
 	for _, r := range rows {
+		dp50, gp50 := r.d.quantile(0.5), r.g.quantile(0.5)
 		fmt.Printf("%-12s %12.0f %12.0f %12s %12s %12s %12s %12s %9.0f%%\n", r.name, r.d.rate(), r.g.rate(),
-			r.d.p50.Round(time.Microsecond), r.g.p50.Round(time.Microsecond), (r.g.p50 - r.d.p50).Round(time.Microsecond),
-			r.d.p99.Round(time.Microsecond), r.g.p99.Round(time.Microsecond), 100*r.g.rate()/r.d.rate())
+			dp50.Round(time.Microsecond), gp50.Round(time.Microsecond), (gp50 - dp50).Round(time.Microsecond),
+			r.d.quantile(0.99).Round(time.Microsecond), r.g.quantile(0.99).Round(time.Microsecond), 100*r.g.rate()/r.d.rate())
+	}
+	for _, r := range rows {
+		fmt.Printf("%-12s CPU per call: direct %s, gateway %s; ledger Append inside the gateway: p50 %s, p99 %s (%d appends)\n", r.name,
+			r.d.cpuPerCall().Round(time.Microsecond), r.g.cpuPerCall().Round(time.Microsecond),
+			r.app.quantile(0.5).Round(time.Microsecond), r.app.quantile(0.99).Round(time.Microsecond), len(r.app.lat))
 	}
 	rep, err := audit.Verify(ledgerDir, led.PublicKey())
 	if err != nil {
@@ -227,4 +265,42 @@ func run(n, c int, ledgerDir string) error {
 	}
 	fmt.Printf("ledger: %d records, broken=%v\n", rep.Records, rep.Broken)
 	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// timedLedger records how long each Append takes, to split the gateway's
+// overhead into the durable write and everything else.
+type timedLedger struct {
+	*audit.Ledger
+	mu  sync.Mutex
+	lat []time.Duration
+	t0  time.Time
+}
+
+func (t *timedLedger) Append(ctx context.Context, e audit.Entry) (audit.Record, error) {
+	t0 := time.Now()
+	r, err := t.Ledger.Append(ctx, e)
+	d := time.Since(t0)
+	t.mu.Lock()
+	t.lat = append(t.lat, d)
+	t.mu.Unlock()
+	return r, err
+}
+
+func (t *timedLedger) start() {
+	t.mu.Lock()
+	t.lat, t.t0 = nil, time.Now()
+	t.mu.Unlock()
+}
+
+func (t *timedLedger) stop() result {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return result{elapsed: time.Since(t.t0), lat: t.lat}
 }
