@@ -9,14 +9,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 
 	"github.com/bastion-mcp/bastion/app"
 	"github.com/bastion-mcp/bastion/auth"
@@ -26,6 +23,7 @@ import (
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/rest"
 	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/review/reviewtest"
 	"github.com/bastion-mcp/bastion/store/sqlite"
 	"github.com/bastion-mcp/bastion/targets"
 )
@@ -35,48 +33,6 @@ import (
 // (SQLite), the job queue (River), the Service, the targets registry, the
 // PAT issuer and verifier, auth.Middleware and the loopback listener are the
 // real ones.
-
-// stubEngine returns a fixed result, optionally after a gate opens.
-type stubEngine struct {
-	gate   chan struct{} // closed to let runs finish; nil means no wait
-	result *engine.Result
-	outs   []engine.RecheckOutcome
-}
-
-func (g *stubEngine) wait(ctx context.Context) error {
-	if g.gate == nil {
-		return nil
-	}
-	select {
-	case <-g.gate:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (g *stubEngine) Review(ctx context.Context, _ engine.Request) (*engine.Result, error) {
-	if err := g.wait(ctx); err != nil {
-		return nil, err
-	}
-	r := *g.result
-	return &r, nil
-}
-
-func (g *stubEngine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engine.RecheckOutcome, error) {
-	if err := g.wait(ctx); err != nil {
-		return nil, err
-	}
-	var out []engine.RecheckOutcome
-	for _, f := range req.Findings {
-		for _, o := range g.outs {
-			if o.FindingID == f.ID {
-				out = append(out, o)
-			}
-		}
-	}
-	return out, nil
-}
 
 // staticTXT is a DNS stub answering TXT lookups from a table.
 type staticTXT struct {
@@ -102,108 +58,63 @@ func (s *staticTXT) LookupTXT(_ context.Context, name string) ([]string, error) 
 	return nil, &net.DNSError{Err: "no such host", Name: name, IsNotFound: true}
 }
 
-// testClock is a settable clock shared by the Service, the registry and
-// the handler.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
+// sampleResult is the first three findings of reviewtest.SampleResult: no
+// ungrounded blocker, so the focus view keeps exactly two.
 func sampleResult() *engine.Result {
-	return &engine.Result{
-		Grade: engine.NeedsWork,
-		Findings: []engine.Finding{
-			{ID: "f_001", Kind: "contrast", Severity: engine.Major, Route: "/", Selector: "#cta", Fix: "set color to #1a1a1a", EvidenceID: "ev_001",
-				Viewports: []engine.Viewport{engine.Mobile}, Facts: engine.Facts{"ratio": 2.9}},
-			{ID: "f_002", Kind: "hierarchy", Severity: engine.Minor, Route: "/", Selector: "h1", Fix: "consider a larger heading", Advisory: true},
-			{ID: "f_003", Kind: "spacing", Severity: engine.Nit, Route: "/", Selector: ".card", Fix: "use the 8px scale"},
-		},
-		Evidence: []engine.Evidence{{ID: "ev_001", MIMEType: "image/png", Data: []byte("\x89PNG-crop")}},
-		Coverage: engine.Coverage{RoutesRequested: []string{"/"}, RoutesReviewed: []string{"/"}},
-	}
+	r := reviewtest.SampleResult()
+	r.Findings = r.Findings[:3]
+	return r
 }
 
 const metadataURL = "https://bastion.test/.well-known/oauth-protected-resource"
 
-// env is one bastion REST API on a loopback listener.
+// env is one bastion REST API on a loopback listener, over a
+// reviewtest.Harness.
 type env struct {
 	url    string
 	db     *sqlite.DB
-	svc    *review.Service
 	reg    *targets.Registry
 	txt    *staticTXT
-	eng    *stubEngine
-	clock  *testClock
+	clock  *reviewtest.Clock
 	issuer *auth.PATIssuer
 }
 
 type envOpts struct {
-	start   bool // run the job workers
-	eng     *stubEngine
-	options review.Options
-	noTg    bool // serve without a targets registry
+	start bool          // run the job workers
+	eng   review.Engine // nil: a reviewtest.Engine returning sampleResult()
+	noTg  bool          // serve without a targets registry
 }
 
 func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), sqlite.FileName), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock := &testClock{t: time.Now()}
+	// One clock for the Service, the registry and the handler.
+	clock := reviewtest.NewClock(time.Now())
 	txt := &staticTXT{}
-	reg := targets.NewRegistry(db, txt, nil, clock.Now, targets.Options{})
+	var reg *targets.Registry
 	if o.eng == nil {
-		o.eng = &stubEngine{result: sampleResult()}
+		o.eng = &reviewtest.Engine{Result: sampleResult()}
 	}
-	opts := o.options
-	opts.FetchPollInterval = 20 * time.Millisecond
-	opts.CancelPollInterval = 50 * time.Millisecond
-	// The real target check: the egress guard over stubbed DNS, then the
-	// tenant's registry.
-	guard := egress.NewGuard(egress.Policy{}, egress.StaticResolver{
-		"preview.example.com":  {netip.MustParseAddr("93.184.216.34")},
-		"internal.example.com": {netip.MustParseAddr("10.0.0.7")},
-	})
-	svc, err := review.New(review.Deps{Store: db, Engine: o.eng, Authorizer: app.Authorizer{Guard: guard, Targets: reg}, Clock: clock},
-		riversqlite.New(db.SQL()), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.start {
-		if err := svc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h := reviewtest.New(t, reviewtest.Options{Start: o.start, Engine: o.eng, Clock: clock,
+		// The real target check: the egress guard over stubbed DNS, then the
+		// tenant's registry.
+		Authorizer: func(db *sqlite.DB) review.Authorizer {
+			reg = targets.NewRegistry(db, txt, nil, clock.Now, targets.Options{})
+			guard := egress.NewGuard(egress.Policy{}, egress.StaticResolver{
+				"preview.example.com":  {netip.MustParseAddr("93.184.216.34")},
+				"internal.example.com": {netip.MustParseAddr("10.0.0.7")},
+			})
+			return app.Authorizer{Guard: guard, Targets: reg}
+		}})
 	pats := &authtest.MemPATStore{}
 	var tg rest.Targets
 	if !o.noTg {
 		tg = rest.NewScopedTargets(reg)
 	}
-	h := auth.Middleware(auth.PATVerifier(pats, nil), metadataURL)(
-		rest.NewHandler(svc, tg, rest.Options{MetadataURL: metadataURL, Now: clock.Now}))
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.Close()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = svc.Stop(sctx)
-		_ = db.Close()
-	})
-	return &env{url: srv.URL, db: db, svc: svc, reg: reg, txt: txt, eng: o.eng, clock: clock, issuer: auth.NewPATIssuer(pats, nil, nil)}
+	handler := auth.Middleware(auth.PATVerifier(pats, nil), metadataURL)(
+		rest.NewHandler(h.Service, tg, rest.Options{MetadataURL: metadataURL, Now: clock.Now}))
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close) // before the harness's cleanup stops the Service
+	return &env{url: srv.URL, db: h.Store, reg: reg, txt: txt, clock: clock, issuer: auth.NewPATIssuer(pats, nil, nil)}
 }
 
 // token issues a real PAT for tenant with scopes.

@@ -16,14 +16,15 @@ import (
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/rest"
 	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/review/reviewtest"
 )
 
 var allScopes = principal.AllScopes()
 
 func TestReviewRoundTrip(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOpts{start: true, eng: &stubEngine{result: sampleResult(),
-		outs: []engine.RecheckOutcome{{FindingID: "f_001", Outcome: engine.Passed, Reason: "ratio 7.1"}}}})
+	e := newEnv(t, envOpts{start: true, eng: &reviewtest.Engine{Result: sampleResult(),
+		Outs: []engine.RecheckOutcome{{FindingID: "f_001", Outcome: engine.Passed, Reason: "ratio 7.1"}}}})
 	e.verify(t, "acme", "preview.example.com")
 	tok := e.token(t, "acme", allScopes...)
 

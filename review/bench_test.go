@@ -6,16 +6,17 @@ import (
 	"testing"
 
 	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/review/reviewtest"
 )
 
 // BenchmarkSubmit measures a new review's submit: normalize, authorize, and
 // one SQLite transaction writing the job row, the ledger and the River job.
 func BenchmarkSubmit(b *testing.B) {
-	bb := setup(b, setupOpts{options: review.Options{DefaultBalance: 1 << 40}})
+	bb := setup(b, reviewtest.Options{Review: review.Options{DefaultBalance: 1 << 40}})
 	ctx := context.Background()
 	i := 0
 	for b.Loop() {
-		if _, err := bb.svc.Submit(ctx, bb.p, submitParams(fmt.Sprintf("key-bench-%08d", i))); err != nil {
+		if _, err := bb.Service.Submit(ctx, bb.Principal, submitParams(fmt.Sprintf("key-bench-%08d", i))); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -24,13 +25,13 @@ func BenchmarkSubmit(b *testing.B) {
 
 // BenchmarkSubmitReplay measures an idempotent replay (indexed reads only).
 func BenchmarkSubmitReplay(b *testing.B) {
-	bb := setup(b, setupOpts{})
+	bb := setup(b, reviewtest.Options{})
 	ctx := context.Background()
-	if _, err := bb.svc.Submit(ctx, bb.p, submitParams("key-bench-replay")); err != nil {
+	if _, err := bb.Service.Submit(ctx, bb.Principal, submitParams("key-bench-replay")); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := bb.svc.Submit(ctx, bb.p, submitParams("key-bench-replay")); err != nil {
+		if _, err := bb.Service.Submit(ctx, bb.Principal, submitParams("key-bench-replay")); err != nil {
 			b.Fatal(err)
 		}
 	}

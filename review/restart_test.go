@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river/riverdriver/riversqlite"
-
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/review/reviewtest"
 	"github.com/bastion-mcp/bastion/store"
 	"github.com/bastion-mcp/bastion/store/sqlite"
 )
@@ -23,32 +22,23 @@ const childEnv = "BASTION_REVIEW_CHILD_DB"
 
 // runChild is the child process of TestRestartRecovery: it submits a review
 // whose engine never returns, reports the job id and the engine's start on
-// stdout, and waits to be killed.
-func runChild(path string) {
+// stdout, and waits to be killed. A harness failure fails the child's test,
+// whose output the parent reports.
+func runChild(t *testing.T, path string) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
-	}
-	eng := &gateEngine{gate: make(chan struct{}), started: make(chan string, 1), result: sampleResult()}
-	auth := &allowAuthorizer{hosts: []string{"preview.example.com"}}
-	svc, err := review.New(review.Deps{Store: db, Engine: eng, Authorizer: auth}, riversqlite.New(db.SQL()),
-		review.Options{FetchPollInterval: 20 * time.Millisecond, ReviewTimeout: time.Minute})
-	if err == nil {
-		err = svc.Start(ctx)
-	}
-	if err != nil {
-		fmt.Println("ERR", err)
-		os.Exit(2)
-	}
-	res, err := svc.Submit(ctx, principal.Local(), submitParams("key-restart-01"))
+	eng := &reviewtest.Engine{Gate: make(chan struct{}), Started: make(chan string, 1), Result: reviewtest.SampleResult()}
+	h := reviewtest.New(t, reviewtest.Options{Path: path, Start: true, Engine: eng,
+		Authorizer: func(*sqlite.DB) review.Authorizer {
+			return &reviewtest.HostAuthorizer{Hosts: []string{reviewtest.PreviewHost}}
+		},
+		Review: review.Options{ReviewTimeout: time.Minute}})
+	res, err := h.Service.Submit(ctx, principal.Local(), submitParams("key-restart-01"))
 	if err != nil {
 		fmt.Println("ERR", err)
 		os.Exit(2)
 	}
 	fmt.Println("JOB", res.Job.JobID)
-	<-eng.started
+	<-eng.Started
 	fmt.Println("STARTED")
 	select {} // until SIGKILL
 }
@@ -58,7 +48,7 @@ func runChild(path string) {
 // that resubmitting the same client_request_id returns the same job.
 func TestRestartRecovery(t *testing.T) {
 	if path := os.Getenv(childEnv); path != "" {
-		runChild(path)
+		runChild(t, path)
 		return
 	}
 	t.Parallel()
@@ -83,12 +73,13 @@ func TestRestartRecovery(t *testing.T) {
 		close(lines)
 	}()
 	var jobID string
+	var other []string // the child test's own output, should it fail
 	timeout := time.After(30 * time.Second)
 	for started := false; !started; {
 		select {
 		case l, ok := <-lines:
 			if !ok {
-				t.Fatal("child exited early")
+				t.Fatalf("child exited early:\n%s", strings.Join(other, "\n"))
 			}
 			switch {
 			case strings.HasPrefix(l, "JOB "):
@@ -97,6 +88,8 @@ func TestRestartRecovery(t *testing.T) {
 				started = true
 			case strings.HasPrefix(l, "ERR"):
 				t.Fatalf("child: %s", l)
+			default:
+				other = append(other, l)
 			}
 		case <-timeout:
 			t.Fatal("child did not start the review")
@@ -108,21 +101,21 @@ func TestRestartRecovery(t *testing.T) {
 	cmd.Wait()
 	killed := time.Now()
 
-	b := setup(t, setupOpts{path: path, start: true, options: review.Options{
+	b := setup(t, reviewtest.Options{Path: path, Start: true, Review: review.Options{
 		ReviewTimeout: time.Second, RescueStuckJobsAfter: 1500 * time.Millisecond}})
 	ctx := context.Background()
 	p := principal.Local()
-	row, err := b.db.JobGet(ctx, p.Tenant(), jobID)
+	row, err := b.Store.JobGet(ctx, p.Tenant(), jobID)
 	if err != nil || row.State == store.Completed {
 		t.Fatalf("after the kill the job is %+v, %v; want it unfinished", row, err)
 	}
-	again, err := b.svc.Submit(ctx, p, submitParams("key-restart-01"))
+	again, err := b.Service.Submit(ctx, p, submitParams("key-restart-01"))
 	if err != nil || again.Job.JobID != jobID || !again.Job.Reused {
 		t.Fatalf("resubmit = %+v, %v; want job %s reused", again, err, jobID)
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		g, err := b.svc.Get(ctx, p, &review.GetParams{JobID: jobID, View: review.ViewSummary})
+		g, err := b.Service.Get(ctx, p, &review.GetParams{JobID: jobID, View: review.ViewSummary})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +136,7 @@ func TestRestartRecovery(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	row, _ = b.db.JobGet(ctx, p.Tenant(), jobID)
+	row, _ = b.Store.JobGet(ctx, p.Tenant(), jobID)
 	// Most of the wait is River's leader lease (the dead process held it)
 	// expiring before the new leader's rescuer runs.
 	t.Logf("recovered: state %s on attempt %d, %s after the kill", row.State, row.Attempt, time.Since(killed).Round(time.Millisecond))
@@ -158,26 +151,27 @@ func TestRestartRecovery(t *testing.T) {
 func TestStopMidReviewResumes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	eng := &gateEngine{gate: make(chan struct{}), started: make(chan string, 1), result: sampleResult()}
-	a := setup(t, setupOpts{start: true, eng: eng})
-	res, err := a.svc.Submit(ctx, a.p, submitParams("key-stop-00001"))
+	eng := &reviewtest.Engine{Gate: make(chan struct{}), Started: make(chan string, 1), Result: reviewtest.SampleResult()}
+	a := setup(t, reviewtest.Options{Start: true, Engine: eng})
+	res, err := a.Service.Submit(ctx, a.Principal, submitParams("key-stop-00001"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-eng.started
+	<-eng.Started
 	sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
-	a.svc.Stop(sctx)
-	row, _ := a.db.JobGet(ctx, a.p.Tenant(), res.Job.JobID)
+	a.Service.Stop(sctx)
+	row, _ := a.Store.JobGet(ctx, a.Principal.Tenant(), res.Job.JobID)
 	if row.State != store.Running {
 		t.Fatalf("after Stop the job is %s, want running (to be resumed)", row.State)
 	}
-	b := setup(t, setupOpts{path: a.path, start: true})
-	if j := waitTerminal(t, b, a.p, res.Job.JobID); j.Status != "completed" {
+	eng2 := &reviewtest.Engine{Result: reviewtest.SampleResult()}
+	b := setup(t, reviewtest.Options{Path: a.Path, Start: true, Engine: eng2})
+	if j := b.WaitTerminal(t, a.Principal, res.Job.JobID); j.Status != "completed" {
 		t.Fatalf("resumed job = %+v", j)
 	}
 	// The new service's engine produced the result (the stopped one never returned).
-	if row, _ := b.db.JobGet(ctx, a.p.Tenant(), res.Job.JobID); b.eng.reviews.Load() != 1 || row.UnitsConsumed != 1 || row.Result == nil {
-		t.Fatalf("resumed: %d engine runs, consumed %d", b.eng.reviews.Load(), row.UnitsConsumed)
+	if row, _ := b.Store.JobGet(ctx, a.Principal.Tenant(), res.Job.JobID); eng2.Reviews() != 1 || row.UnitsConsumed != 1 || row.Result == nil {
+		t.Fatalf("resumed: %d engine runs, consumed %d", eng2.Reviews(), row.UnitsConsumed)
 	}
 }

@@ -8,16 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/review/reviewtest"
 	"github.com/bastion-mcp/bastion/store"
 )
 
 func TestSubmitValidation(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
+	b := setup(t, reviewtest.Options{})
 	ctx := context.Background()
 	long := strings.Repeat("a", 3000)
 	cases := []struct {
@@ -46,7 +49,7 @@ func TestSubmitValidation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := b.svc.Submit(ctx, b.p, &tc.in)
+			_, err := b.Service.Submit(ctx, b.Principal, &tc.in)
 			e := wantCode(t, err, tc.code)
 			if !strings.Contains(e.Message, tc.field) {
 				t.Errorf("message %q does not name %q", e.Message, tc.field)
@@ -60,11 +63,11 @@ func TestSubmitValidation(t *testing.T) {
 
 func TestSubmitNormalizesAndReturnsAtOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{}) // no workers: the job stays queued
+	b := setup(t, reviewtest.Options{}) // no workers: the job stays queued
 	ctx := context.Background()
 	in := &review.SubmitParams{URL: "https://preview.example.com/pricing#top", Routes: []string{"/", "/a", "/"},
 		Viewports: []string{"desktop", "desktop"}, ClientRequestID: "key-norm-0001"}
-	res, err := b.svc.Submit(ctx, b.p, in)
+	res, err := b.Service.Submit(ctx, b.Principal, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +81,7 @@ func TestSubmitNormalizesAndReturnsAtOnce(t *testing.T) {
 	}
 	// The same request spelled differently (fragment, duplicates) is the same
 	// normalized request: replayed, costs nothing.
-	res2, err := b.svc.Submit(ctx, b.p, &review.SubmitParams{URL: "https://preview.example.com/pricing", Routes: []string{"/", "/a"},
+	res2, err := b.Service.Submit(ctx, b.Principal, &review.SubmitParams{URL: "https://preview.example.com/pricing", Routes: []string{"/", "/a"},
 		Viewports: []string{"desktop"}, Depth: "deep", ResponseMode: "compact", ClientRequestID: "key-norm-0001"})
 	if err != nil {
 		t.Fatal(err)
@@ -90,38 +93,38 @@ func TestSubmitNormalizesAndReturnsAtOnce(t *testing.T) {
 
 func TestScopeCheckedBeforeLookup(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
+	b := setup(t, reviewtest.Options{})
 	ctx := context.Background()
-	reader := mustPrincipal(t, "acme", "alice", principal.ReviewsRead)
-	writer := mustPrincipal(t, "acme", "alice", principal.ReviewsWrite)
-	_, err := b.svc.Submit(ctx, reader, submitParams("key-scope-001"))
+	reader := reviewtest.NewPrincipal(t, "acme", "alice", principal.ReviewsRead)
+	writer := reviewtest.NewPrincipal(t, "acme", "alice", principal.ReviewsWrite)
+	_, err := b.Service.Submit(ctx, reader, submitParams("key-scope-001"))
 	wantCode(t, err, fault.InsufficientScope)
-	_, err = b.svc.Recheck(ctx, reader, &review.RecheckParams{ReviewID: "rev_nothing", FindingIDs: []string{"f_1"}, ClientRequestID: "key-scope-002"})
+	_, err = b.Service.Recheck(ctx, reader, &review.RecheckParams{ReviewID: "rev_nothing", FindingIDs: []string{"f_1"}, ClientRequestID: "key-scope-002"})
 	wantCode(t, err, fault.InsufficientScope)
 	// A job that does not exist still answers INSUFFICIENT_SCOPE, not JOB_NOT_FOUND.
-	_, err = b.svc.Cancel(ctx, writer, &review.CancelParams{JobID: "job_does_not_exist"})
+	_, err = b.Service.Cancel(ctx, writer, &review.CancelParams{JobID: "job_does_not_exist"})
 	e := wantCode(t, err, fault.InsufficientScope)
 	if e.Message != "cancelling a review requires reviews:cancel" || e.NextAction != fault.RequestScope {
 		t.Fatalf("cancel scope error = %+v", e)
 	}
-	_, err = b.svc.Get(ctx, writer, &review.GetParams{JobID: "job_does_not_exist"})
+	_, err = b.Service.Get(ctx, writer, &review.GetParams{JobID: "job_does_not_exist"})
 	wantCode(t, err, fault.InsufficientScope)
-	_, err = b.svc.PanelAction(ctx, writer, &review.PanelActionParams{JobID: "job_does_not_exist", Action: review.ActionRecheck})
+	_, err = b.Service.PanelAction(ctx, writer, &review.PanelActionParams{JobID: "job_does_not_exist", Action: review.ActionRecheck})
 	wantCode(t, err, fault.InsufficientScope)
-	_, err = b.svc.Get(ctx, principal.Principal{}, &review.GetParams{JobID: "job_does_not_exist"})
+	_, err = b.Service.Get(ctx, principal.Principal{}, &review.GetParams{JobID: "job_does_not_exist"})
 	wantCode(t, err, fault.AuthRequired)
 }
 
 func TestIdempotencyRace(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
+	b := setup(t, reviewtest.Options{})
 	ctx := context.Background()
 	const n = 1000
 	var wg sync.WaitGroup
 	results := make([]*review.SubmitResult, n)
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { results[i], errs[i] = b.svc.Submit(ctx, b.p, submitParams("key-race-000001")) })
+		wg.Go(func() { results[i], errs[i] = b.Service.Submit(ctx, b.Principal, submitParams("key-race-000001")) })
 	}
 	wg.Wait()
 	fresh := 0
@@ -148,54 +151,54 @@ func TestIdempotencyRace(t *testing.T) {
 		t.Fatalf("balance = %d, want 999", bal)
 	}
 	var rivers int
-	if err := b.db.SQL().QueryRow(`SELECT count(*) FROM river_job`).Scan(&rivers); err != nil || rivers != 1 {
+	if err := b.Store.SQL().QueryRow(`SELECT count(*) FROM river_job`).Scan(&rivers); err != nil || rivers != 1 {
 		t.Fatalf("river jobs = %d (%v), want 1", rivers, err)
 	}
 }
 
 func TestIdempotencyConflictAndIsolation(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
+	b := setup(t, reviewtest.Options{})
 	ctx := context.Background()
-	first, err := b.svc.Submit(ctx, b.p, submitParams("key-conf-0001"))
+	first, err := b.Service.Submit(ctx, b.Principal, submitParams("key-conf-0001"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := *submitParams("key-conf-0001")
 	other.Viewports = []string{"tablet"}
-	_, err = b.svc.Submit(ctx, b.p, &other)
+	_, err = b.Service.Submit(ctx, b.Principal, &other)
 	e := wantCode(t, err, fault.IdempotencyConflict)
 	if e.NextAction != fault.StartNewReview || e.Retriable {
 		t.Fatalf("conflict = %+v", e)
 	}
 	// The key of a review used for a recheck: a different job kind.
-	_, err = b.svc.Recheck(ctx, b.p, &review.RecheckParams{ReviewID: first.Job.ReviewID, FindingIDs: []string{"f_001"}, ClientRequestID: "key-conf-0001"})
+	_, err = b.Service.Recheck(ctx, b.Principal, &review.RecheckParams{ReviewID: first.Job.ReviewID, FindingIDs: []string{"f_001"}, ClientRequestID: "key-conf-0001"})
 	if e := wantCode(t, err, fault.IdempotencyConflict); !strings.Contains(e.Message, "different job kind") {
 		t.Fatalf("kind conflict = %q", e.Message)
 	}
 	// Bob, same tenant: his own key space, and Alice's job is invisible.
-	bob := mustPrincipal(t, "acme", "bob", principal.AllScopes()...)
-	res, err := b.svc.Submit(ctx, bob, submitParams("key-conf-0001"))
+	bob := reviewtest.NewPrincipal(t, "acme", "bob", principal.AllScopes()...)
+	res, err := b.Service.Submit(ctx, bob, submitParams("key-conf-0001"))
 	if err != nil || res.Job.Reused || res.Job.JobID == first.Job.JobID {
 		t.Fatalf("bob's submit = %+v, %v", res, err)
 	}
-	_, err = b.svc.Get(ctx, bob, &review.GetParams{JobID: first.Job.JobID})
+	_, err = b.Service.Get(ctx, bob, &review.GetParams{JobID: first.Job.JobID})
 	if e := wantCode(t, err, fault.JobNotFound); e.Message != "no job with id "+first.Job.JobID {
 		t.Fatalf("message = %q", e.Message)
 	}
-	_, err = b.svc.Cancel(ctx, bob, &review.CancelParams{JobID: first.Job.JobID})
+	_, err = b.Service.Cancel(ctx, bob, &review.CancelParams{JobID: first.Job.JobID})
 	if e := wantCode(t, err, fault.JobNotFound); e.Message != "no such cancellable job" {
 		t.Fatalf("message = %q", e.Message)
 	}
 	// Another tenant with the same principal id sees nothing either.
-	mallory := mustPrincipal(t, "evil", "alice", principal.AllScopes()...)
-	_, err = b.svc.Get(ctx, mallory, &review.GetParams{JobID: first.Job.JobID})
+	mallory := reviewtest.NewPrincipal(t, "evil", "alice", principal.AllScopes()...)
+	_, err = b.Service.Get(ctx, mallory, &review.GetParams{JobID: first.Job.JobID})
 	wantCode(t, err, fault.JobNotFound)
 }
 
 func TestReviewLifecycle(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{start: true})
+	b := setup(t, reviewtest.Options{Start: true})
 	ctx := context.Background()
 	j := completedReview(t, b, "key-life-0001", nil)
 	if j.CompletedAt == nil || j.Error != nil {
@@ -204,13 +207,13 @@ func TestReviewLifecycle(t *testing.T) {
 	if bal := balance(t, b); bal != 999 {
 		t.Fatalf("balance = %d after a completed review, want 999", bal)
 	}
-	row, _ := b.db.JobGet(ctx, "acme", j.JobID)
+	row, _ := b.Store.JobGet(ctx, "acme", j.JobID)
 	if row.UnitsConsumed != 1 {
 		t.Fatalf("consumed = %d", row.UnitsConsumed)
 	}
 
 	get := func(v review.View) *review.GetResult {
-		g, err := b.svc.Get(ctx, b.p, &review.GetParams{JobID: j.JobID, View: v})
+		g, err := b.Service.Get(ctx, b.Principal, &review.GetParams{JobID: j.JobID, View: v})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,13 +234,13 @@ func TestReviewLifecycle(t *testing.T) {
 	if g := get(review.ViewEvidence); len(g.Evidence) != 1 || g.Evidence[0].ID != "ev_001" || string(g.Evidence[0].Data) != "\x89PNG-crop" {
 		t.Fatalf("evidence view = %+v", g.Evidence)
 	}
-	_, err := b.svc.Get(ctx, b.p, &review.GetParams{JobID: j.JobID, View: "everything"})
+	_, err := b.Service.Get(ctx, b.Principal, &review.GetParams{JobID: j.JobID, View: "everything"})
 	if e := wantCode(t, err, fault.InvalidArgument); !strings.HasPrefix(e.Message, "view:") {
 		t.Fatal(e.Message)
 	}
 
 	panel := func(a review.PanelActionKind, fid string) (*review.PanelActionResult, error) {
-		return b.svc.PanelAction(ctx, b.p, &review.PanelActionParams{JobID: j.JobID, Action: a, FindingID: fid})
+		return b.Service.PanelAction(ctx, b.Principal, &review.PanelActionParams{JobID: j.JobID, Action: a, FindingID: fid})
 	}
 	if r, err := panel(review.ActionApplyFix, "f_001"); err != nil || (r.Response.Type != "fix" || r.Response.FindingID != "f_001" || r.Response.Fix != "set color to #1a1a1a" || r.Response.Refs != nil) || r.ReviewID != j.ReviewID {
 		t.Fatalf("apply_fix grounded = %+v, %v", r, err)
@@ -263,7 +266,7 @@ func TestReviewLifecycle(t *testing.T) {
 		t.Fatalf("panel finding error = %+v", e)
 	}
 	// Cancelling a finished job leaves it as it is.
-	c, err := b.svc.Cancel(ctx, b.p, &review.CancelParams{JobID: j.JobID})
+	c, err := b.Service.Cancel(ctx, b.Principal, &review.CancelParams{JobID: j.JobID})
 	if err != nil || c.Status != "completed" || c.UpstreamCancellation != "already_terminal" || c.Decision != store.AlreadyTerminal {
 		t.Fatalf("cancel completed = %+v, %v", c, err)
 	}
@@ -271,18 +274,18 @@ func TestReviewLifecycle(t *testing.T) {
 
 func TestPanelActionNotReady(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
+	b := setup(t, reviewtest.Options{})
 	ctx := context.Background()
-	res, _ := b.svc.Submit(ctx, b.p, submitParams("key-panel-001"))
-	_, err := b.svc.PanelAction(ctx, b.p, &review.PanelActionParams{JobID: res.Job.JobID, Action: review.ActionApplyFix, FindingID: "f_001"})
+	res, _ := b.Service.Submit(ctx, b.Principal, submitParams("key-panel-001"))
+	_, err := b.Service.PanelAction(ctx, b.Principal, &review.PanelActionParams{JobID: res.Job.JobID, Action: review.ActionApplyFix, FindingID: "f_001"})
 	if e := wantCode(t, err, fault.ReviewNotReady); !e.Retriable || e.NextAction != fault.Wait {
 		t.Fatalf("not ready = %+v", e)
 	}
 	// Nothing reviewed: no fix at all.
-	eng := &gateEngine{result: &engine.Result{Grade: engine.NothingReviewed, Findings: []engine.Finding{{ID: "f_001", Selector: "#a", Fix: "x"}}}}
-	b2 := setup(t, setupOpts{start: true, eng: eng})
+	eng := &reviewtest.Engine{Result: &engine.Result{Grade: engine.NothingReviewed, Findings: []engine.Finding{{ID: "f_001", Selector: "#a", Fix: "x"}}}}
+	b2 := setup(t, reviewtest.Options{Start: true, Engine: eng})
 	j := completedReview(t, b2, "key-panel-002", nil)
-	r, err := b2.svc.PanelAction(ctx, b2.p, &review.PanelActionParams{JobID: j.JobID, Action: review.ActionApplyFix, FindingID: "f_001"})
+	r, err := b2.Service.PanelAction(ctx, b2.Principal, &review.PanelActionParams{JobID: j.JobID, Action: review.ActionApplyFix, FindingID: "f_001"})
 	if err != nil || r.Response.Type != "unjudged" || r.Response.Fix != "" {
 		t.Fatalf("nothing reviewed = %+v, %v", r, err)
 	}
@@ -305,16 +308,16 @@ func TestFailureReasonKept(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			eng := &gateEngine{err: tc.err, result: sampleResult()}
+			eng := &reviewtest.Engine{Err: tc.err, Result: reviewtest.SampleResult()}
 			if tc.blocking {
-				eng.gate = make(chan struct{})
+				eng.Gate = make(chan struct{})
 			}
-			b := setup(t, setupOpts{start: true, eng: eng, options: review.Options{ReviewTimeout: tc.timeout}})
-			res, err := b.svc.Submit(context.Background(), b.p, submitParams("key-fail-0001"))
+			b := setup(t, reviewtest.Options{Start: true, Engine: eng, Review: review.Options{ReviewTimeout: tc.timeout}})
+			res, err := b.Service.Submit(context.Background(), b.Principal, submitParams("key-fail-0001"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			j := waitTerminal(t, b, b.p, res.Job.JobID)
+			j := b.WaitTerminal(t, b.Principal, res.Job.JobID)
 			if j.Status != "failed" || j.Error == nil || j.Error.Code != tc.code || j.Error.Message != tc.message {
 				t.Fatalf("job = %+v error %+v", j, j.Error)
 			}
@@ -333,30 +336,30 @@ func TestCancel(t *testing.T) {
 	ctx := context.Background()
 	t.Run("Queued", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{}) // no workers
-		res, _ := b.svc.Submit(ctx, b.p, submitParams("key-cq-000001"))
-		c, err := b.svc.Cancel(ctx, b.p, &review.CancelParams{JobID: res.Job.JobID, Reason: "wrong url"})
+		b := setup(t, reviewtest.Options{}) // no workers
+		res, _ := b.Service.Submit(ctx, b.Principal, submitParams("key-cq-000001"))
+		c, err := b.Service.Cancel(ctx, b.Principal, &review.CancelParams{JobID: res.Job.JobID, Reason: "wrong url"})
 		if err != nil || c.Status != "cancelled" || c.UpstreamCancellation != "not_needed" || c.Decision != store.CancelledBeforeStart || c.CancellationRequestedAt == nil {
 			t.Fatalf("cancel = %+v, %v", c, err)
 		}
 		if bal := balance(t, b); bal != 1000 {
 			t.Fatalf("balance = %d, want refund", bal)
 		}
-		_, err = b.svc.Cancel(ctx, b.p, &review.CancelParams{JobID: res.Job.JobID, Reason: strings.Repeat("x", 501)})
+		_, err = b.Service.Cancel(ctx, b.Principal, &review.CancelParams{JobID: res.Job.JobID, Reason: strings.Repeat("x", 501)})
 		wantCode(t, err, fault.InvalidArgument)
 	})
 	t.Run("Running", func(t *testing.T) {
 		t.Parallel()
-		eng := &gateEngine{gate: make(chan struct{}), started: make(chan string, 1), result: sampleResult()}
-		b := setup(t, setupOpts{start: true, eng: eng})
-		res, _ := b.svc.Submit(ctx, b.p, submitParams("key-cr-000001"))
-		<-eng.started
-		c, err := b.svc.Cancel(ctx, b.p, &review.CancelParams{JobID: res.Job.JobID})
+		eng := &reviewtest.Engine{Gate: make(chan struct{}), Started: make(chan string, 1), Result: reviewtest.SampleResult()}
+		b := setup(t, reviewtest.Options{Start: true, Engine: eng})
+		res, _ := b.Service.Submit(ctx, b.Principal, submitParams("key-cr-000001"))
+		<-eng.Started
+		c, err := b.Service.Cancel(ctx, b.Principal, &review.CancelParams{JobID: res.Job.JobID})
 		if err != nil || c.Status != "running" || c.UpstreamCancellation != "requested" || c.Decision != store.CancelRequested {
 			t.Fatalf("cancel = %+v, %v", c, err)
 		}
-		j := waitTerminal(t, b, b.p, res.Job.JobID)
-		row, _ := b.db.JobGet(ctx, "acme", res.Job.JobID)
+		j := b.WaitTerminal(t, b.Principal, res.Job.JobID)
+		row, _ := b.Store.JobGet(ctx, "acme", res.Job.JobID)
 		if j.Status != "cancelled" || row.CancelDecision != store.CancelWon || row.UnitsConsumed != 0 {
 			t.Fatalf("job = %+v, row %+v", j, row)
 		}
@@ -369,15 +372,15 @@ func TestCancel(t *testing.T) {
 		// The cancel lands through a second Service on the same database,
 		// which cannot signal the worker directly: the worker's store poll
 		// stops it.
-		eng := &gateEngine{gate: make(chan struct{}), started: make(chan string, 1), result: sampleResult()}
-		b := setup(t, setupOpts{start: true, eng: eng})
-		b2 := setup(t, setupOpts{path: b.path})
-		res, _ := b.svc.Submit(ctx, b.p, submitParams("key-cx-000001"))
-		<-eng.started
-		if c, err := b2.svc.Cancel(ctx, b.p, &review.CancelParams{JobID: res.Job.JobID}); err != nil || c.UpstreamCancellation != "requested" {
+		eng := &reviewtest.Engine{Gate: make(chan struct{}), Started: make(chan string, 1), Result: reviewtest.SampleResult()}
+		b := setup(t, reviewtest.Options{Start: true, Engine: eng})
+		b2 := setup(t, reviewtest.Options{Path: b.Path})
+		res, _ := b.Service.Submit(ctx, b.Principal, submitParams("key-cx-000001"))
+		<-eng.Started
+		if c, err := b2.Service.Cancel(ctx, b.Principal, &review.CancelParams{JobID: res.Job.JobID}); err != nil || c.UpstreamCancellation != "requested" {
 			t.Fatalf("cancel = %+v, %v", c, err)
 		}
-		if j := waitTerminal(t, b, b.p, res.Job.JobID); j.Status != "cancelled" {
+		if j := b.WaitTerminal(t, b.Principal, res.Job.JobID); j.Status != "cancelled" {
 			t.Fatalf("job = %+v", j)
 		}
 	})
@@ -389,18 +392,18 @@ func TestCancel(t *testing.T) {
 func TestCancelCompleteRace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	eng := &gateEngine{gate: make(chan struct{}), started: make(chan string), result: sampleResult()}
-	b := setup(t, setupOpts{start: true, eng: eng, options: review.Options{Workers: 1}})
+	eng := &reviewtest.Engine{Gate: make(chan struct{}), Started: make(chan string), Result: reviewtest.SampleResult()}
+	b := setup(t, reviewtest.Options{Start: true, Engine: eng, Review: review.Options{Workers: 1}})
 	const iterations = 40
 	var completed, cancelled int64
 	for i := range iterations {
-		res, err := b.svc.Submit(ctx, b.p, submitParams(fmt.Sprintf("key-race-%06d", i)))
+		res, err := b.Service.Submit(ctx, b.Principal, submitParams(fmt.Sprintf("key-race-%06d", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		gate := make(chan struct{})
-		eng.gate = gate // safe: the only run in flight has not started yet
-		<-eng.started
+		eng.Gate = gate // safe: the only run in flight has not started yet
+		<-eng.Started
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			if i%2 == 0 {
@@ -413,14 +416,14 @@ func TestCancelCompleteRace(t *testing.T) {
 			if i%2 == 1 {
 				time.Sleep(time.Duration(i%5) * 100 * time.Microsecond)
 			}
-			c, err = b.svc.Cancel(ctx, b.p, &review.CancelParams{JobID: res.Job.JobID})
+			c, err = b.Service.Cancel(ctx, b.Principal, &review.CancelParams{JobID: res.Job.JobID})
 		})
 		wg.Wait()
 		if err != nil {
 			t.Fatal(err)
 		}
-		j := waitTerminal(t, b, b.p, res.Job.JobID)
-		row, _ := b.db.JobGet(ctx, "acme", res.Job.JobID)
+		j := b.WaitTerminal(t, b.Principal, res.Job.JobID)
+		row, _ := b.Store.JobGet(ctx, "acme", res.Job.JobID)
 		switch j.Status {
 		case "completed":
 			completed++
@@ -442,7 +445,7 @@ func TestCancelCompleteRace(t *testing.T) {
 			t.Fatalf("iteration %d: status %s", i, j.Status)
 		}
 		// Terminal is final: a later cancel changes nothing.
-		if c2, _ := b.svc.Cancel(ctx, b.p, &review.CancelParams{JobID: res.Job.JobID}); c2.Status != j.Status || c2.Decision != store.AlreadyTerminal {
+		if c2, _ := b.Service.Cancel(ctx, b.Principal, &review.CancelParams{JobID: res.Job.JobID}); c2.Status != j.Status || c2.Decision != store.AlreadyTerminal {
 			t.Fatalf("iteration %d: second cancel = %+v", i, c2)
 		}
 	}
@@ -454,64 +457,64 @@ func TestCancelCompleteRace(t *testing.T) {
 
 func TestBudgetExhausted(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{options: review.Options{DefaultBalance: 2}})
+	b := setup(t, reviewtest.Options{Review: review.Options{DefaultBalance: 2}})
 	ctx := context.Background()
 	for i := range 2 {
-		if _, err := b.svc.Submit(ctx, b.p, submitParams(fmt.Sprintf("key-budget-%03d", i))); err != nil {
+		if _, err := b.Service.Submit(ctx, b.Principal, submitParams(fmt.Sprintf("key-budget-%03d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := b.svc.Submit(ctx, b.p, submitParams("key-budget-999"))
+	_, err := b.Service.Submit(ctx, b.Principal, submitParams("key-budget-999"))
 	e := wantCode(t, err, fault.BudgetExhausted)
 	if e.Retriable || e.NextAction != fault.ContactSupport || e.Message != "the tenant has 0 review units left and this request needs 1" {
 		t.Fatalf("exhausted = %+v", e)
 	}
 	// A replay of an admitted key still answers: it costs nothing.
-	if r, err := b.svc.Submit(ctx, b.p, submitParams("key-budget-000")); err != nil || !r.Job.Reused {
+	if r, err := b.Service.Submit(ctx, b.Principal, submitParams("key-budget-000")); err != nil || !r.Job.Reused {
 		t.Fatalf("replay at zero balance = %+v, %v", r, err)
 	}
 	// Cancelling refunds, after which a new review fits.
-	r, _ := b.svc.Submit(ctx, b.p, submitParams("key-budget-001"))
-	if _, err := b.svc.Cancel(ctx, b.p, &review.CancelParams{JobID: r.Job.JobID}); err != nil {
+	r, _ := b.Service.Submit(ctx, b.Principal, submitParams("key-budget-001"))
+	if _, err := b.Service.Cancel(ctx, b.Principal, &review.CancelParams{JobID: r.Job.JobID}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.svc.Submit(ctx, b.p, submitParams("key-budget-999")); err != nil {
+	if _, err := b.Service.Submit(ctx, b.Principal, submitParams("key-budget-999")); err != nil {
 		t.Fatalf("after refund: %v", err)
 	}
 	// The balance is per tenant.
-	other := mustPrincipal(t, "other-co", "alice", principal.AllScopes()...)
-	if _, err := b.svc.Submit(ctx, other, submitParams("key-budget-000")); err != nil {
+	other := reviewtest.NewPrincipal(t, "other-co", "alice", principal.AllScopes()...)
+	if _, err := b.Service.Submit(ctx, other, submitParams("key-budget-000")); err != nil {
 		t.Fatalf("other tenant: %v", err)
 	}
 }
 
 func TestExpiryAndSweeper(t *testing.T) {
 	t.Parallel()
-	clock := &testClock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
-	b := setup(t, setupOpts{clock: clock})
+	clock := reviewtest.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	b := setup(t, reviewtest.Options{Clock: clock})
 	ctx := context.Background()
-	res, _ := b.svc.Submit(ctx, b.p, submitParams("key-exp-00001"))
+	res, _ := b.Service.Submit(ctx, b.Principal, submitParams("key-exp-00001"))
 	clock.Advance(24*time.Hour - time.Millisecond)
-	if _, err := b.svc.Get(ctx, b.p, &review.GetParams{JobID: res.Job.JobID}); err != nil {
+	if _, err := b.Service.Get(ctx, b.Principal, &review.GetParams{JobID: res.Job.JobID}); err != nil {
 		t.Fatalf("before expiry: %v", err)
 	}
 	clock.Advance(time.Millisecond)
-	_, err := b.svc.Get(ctx, b.p, &review.GetParams{JobID: res.Job.JobID})
+	_, err := b.Service.Get(ctx, b.Principal, &review.GetParams{JobID: res.Job.JobID})
 	if e := wantCode(t, err, fault.JobExpired); e.Message != "job "+res.Job.JobID+" has expired" || e.NextAction != fault.StartNewReview {
 		t.Fatalf("expired = %+v", e)
 	}
-	_, err = b.svc.Cancel(ctx, b.p, &review.CancelParams{JobID: res.Job.JobID})
+	_, err = b.Service.Cancel(ctx, b.Principal, &review.CancelParams{JobID: res.Job.JobID})
 	wantCode(t, err, fault.JobExpired)
-	_, err = b.svc.PanelAction(ctx, b.p, &review.PanelActionParams{JobID: res.Job.JobID, Action: review.ActionRecheck})
+	_, err = b.Service.PanelAction(ctx, b.Principal, &review.PanelActionParams{JobID: res.Job.JobID, Action: review.ActionRecheck})
 	wantCode(t, err, fault.JobExpired)
 	if bal := balance(t, b); bal != 999 {
 		t.Fatalf("balance before sweep = %d", bal)
 	}
-	sw, err := b.svc.Sweep(ctx)
+	sw, err := b.Service.Sweep(ctx)
 	if err != nil || sw.Expired != 1 || sw.Purged != 0 {
 		t.Fatalf("sweep = %+v, %v", sw, err)
 	}
-	row, _ := b.db.JobGet(ctx, "acme", res.Job.JobID)
+	row, _ := b.Store.JobGet(ctx, "acme", res.Job.JobID)
 	if row.State != store.Failed || row.ErrorCode != "JOB_EXPIRED" {
 		t.Fatalf("swept row = %+v", row)
 	}
@@ -520,29 +523,29 @@ func TestExpiryAndSweeper(t *testing.T) {
 	}
 	// After the retention the row is deleted and the key is free again.
 	clock.Advance(7*24*time.Hour + time.Second)
-	if sw, err := b.svc.Sweep(ctx); err != nil || sw.Purged != 1 {
+	if sw, err := b.Service.Sweep(ctx); err != nil || sw.Purged != 1 {
 		t.Fatalf("purge = %+v, %v", sw, err)
 	}
-	_, err = b.svc.Get(ctx, b.p, &review.GetParams{JobID: res.Job.JobID})
+	_, err = b.Service.Get(ctx, b.Principal, &review.GetParams{JobID: res.Job.JobID})
 	wantCode(t, err, fault.JobNotFound)
-	if r, err := b.svc.Submit(ctx, b.p, submitParams("key-exp-00001")); err != nil || r.Job.Reused {
+	if r, err := b.Service.Submit(ctx, b.Principal, submitParams("key-exp-00001")); err != nil || r.Job.Reused {
 		t.Fatalf("resubmit after purge = %+v, %v", r, err)
 	}
 }
 
 func TestSweeperRuns(t *testing.T) {
 	t.Parallel()
-	clock := &testClock{t: time.Now().Add(-48 * time.Hour)}
-	b := setup(t, setupOpts{clock: clock, options: review.Options{SweepInterval: 20 * time.Millisecond}})
+	clock := reviewtest.NewClock(time.Now().Add(-48 * time.Hour))
+	b := setup(t, reviewtest.Options{Clock: clock, Review: review.Options{SweepInterval: 20 * time.Millisecond}})
 	ctx := context.Background()
-	res, _ := b.svc.Submit(ctx, b.p, submitParams("key-swp-00001"))
+	res, _ := b.Service.Submit(ctx, b.Principal, submitParams("key-swp-00001"))
 	clock.Advance(25 * time.Hour)
-	if err := b.svc.Start(ctx); err != nil {
+	if err := b.Service.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if row, _ := b.db.JobGet(ctx, "acme", res.Job.JobID); row.State == store.Failed {
+		if row, _ := b.Store.JobGet(ctx, "acme", res.Job.JobID); row.State == store.Failed {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -552,12 +555,13 @@ func TestSweeperRuns(t *testing.T) {
 
 func TestOptionsValidated(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
-	_, err := review.New(review.Deps{Store: b.db, Engine: b.eng, Authorizer: b.auth}, nil2Driver(b), review.Options{ReviewTimeout: time.Minute, RescueStuckJobsAfter: time.Minute})
+	b := setup(t, reviewtest.Options{})
+	_, err := review.New(review.Deps{Store: b.Store, Engine: &reviewtest.Engine{Result: reviewtest.SampleResult()},
+		Authorizer: &reviewtest.HostAuthorizer{Hosts: []string{reviewtest.PreviewHost, reviewtest.OtherHost}}}, riversqlite.New(b.Store.SQL()), review.Options{ReviewTimeout: time.Minute, RescueStuckJobsAfter: time.Minute})
 	if err == nil || !strings.Contains(err.Error(), "RescueStuckJobsAfter") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := review.New(review.Deps{}, nil2Driver(b), review.Options{}); err == nil {
+	if _, err := review.New(review.Deps{}, riversqlite.New(b.Store.SQL()), review.Options{}); err == nil {
 		t.Fatal("missing deps accepted")
 	}
 }

@@ -6,13 +6,14 @@ import (
 
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/review/reviewtest"
 	"github.com/bastion-mcp/bastion/reviewmcp"
 )
 
 func TestSchemaViolationsAreTypedInvalidArgument(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, "", false)
-	c := h.connect(t, mustPrincipal(t, "acme", "alice", principal.AllScopes()...), clientOpts{})
+	c := h.connect(t, reviewtest.NewPrincipal(t, "acme", "alice", principal.AllScopes()...), clientOpts{})
 	const key = `"client_request_id":"key-00001"`
 	const u = `"url":"https://preview.example.com/"`
 	long := func(n int) string { return strings.Repeat("a", n) }
@@ -75,7 +76,7 @@ func TestSchemaViolationsAreTypedInvalidArgument(t *testing.T) {
 			}
 		})
 	}
-	if n := h.auth.calls.Load(); n != 0 {
+	if n := h.auth.Calls(); n != 0 {
 		t.Errorf("the service authorized %d target(s): a schema violation reached it", n)
 	}
 }
@@ -83,7 +84,7 @@ func TestSchemaViolationsAreTypedInvalidArgument(t *testing.T) {
 func TestServiceErrorsThroughTheAdapter(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, "", false) // no workers: jobs stay queued
-	alice := mustPrincipal(t, "acme", "alice", principal.AllScopes()...)
+	alice := reviewtest.NewPrincipal(t, "acme", "alice", principal.AllScopes()...)
 	c := h.connect(t, alice, clientOpts{})
 	submit := func(c *client, key, route string) submitOut {
 		t.Helper()
@@ -134,14 +135,14 @@ func TestServiceErrorsThroughTheAdapter(t *testing.T) {
 		wantError(t, c.call(reviewmcp.ToolPanelAction, map[string]any{"job_id": "job_does-not-exist", "action": "recheck"}), fault.JobNotFound)
 	})
 	t.Run("OtherPrincipalSeesNothing", func(t *testing.T) {
-		bob := h.connect(t, mustPrincipal(t, "acme", "bob", principal.AllScopes()...), clientOpts{})
+		bob := h.connect(t, reviewtest.NewPrincipal(t, "acme", "bob", principal.AllScopes()...), clientOpts{})
 		wantError(t, bob.call(reviewmcp.ToolGet, map[string]any{"job_id": first.Job.JobID}), fault.JobNotFound)
 		wantError(t, bob.call(reviewmcp.ToolCancel, map[string]any{"job_id": first.Job.JobID}), fault.JobNotFound)
-		other := h.connect(t, mustPrincipal(t, "globex", "alice", principal.AllScopes()...), clientOpts{})
+		other := h.connect(t, reviewtest.NewPrincipal(t, "globex", "alice", principal.AllScopes()...), clientOpts{})
 		wantError(t, other.call(reviewmcp.ToolGet, map[string]any{"job_id": first.Job.JobID}), fault.JobNotFound)
 	})
 	t.Run("InsufficientScope", func(t *testing.T) {
-		ro := h.connect(t, mustPrincipal(t, "acme", "alice", principal.ReviewsRead), clientOpts{})
+		ro := h.connect(t, reviewtest.NewPrincipal(t, "acme", "alice", principal.ReviewsRead), clientOpts{})
 		e := wantError(t, ro.call(reviewmcp.ToolReview, map[string]any{"url": "https://preview.example.com/", "client_request_id": "key-review-3"}), fault.InsufficientScope)
 		if e.NextAction != "request_scope" {
 			t.Errorf("envelope %+v", e)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/review/reviewtest"
 	"github.com/bastion-mcp/bastion/reviewmcp"
 )
 
@@ -127,10 +128,10 @@ func blockKinds(cs []mcp.Content) []string {
 // kinds of client, the panel resource and action, and a recheck after a fix.
 func TestReviewLoopWithRealEngine(t *testing.T) {
 	t.Parallel()
-	eng := realEngine(t)
-	s := startSite(t, map[string]string{"/pricing": seeded})
-	h := newHarness(t, eng, s.base, true)
-	alice := mustPrincipal(t, "acme", "alice", principal.AllScopes()...)
+	eng := reviewtest.ChromiumEngine(t)
+	s := reviewtest.NewSite(t, map[string]string{"/pricing": seeded})
+	h := newHarness(t, eng, s.URL, true)
+	alice := reviewtest.NewPrincipal(t, "acme", "alice", principal.AllScopes()...)
 	plain := h.connect(t, alice, clientOpts{})
 	apps := h.connect(t, alice, clientOpts{apps: true})
 	textOnly := h.connect(t, alice, clientOpts{noImages: true})
@@ -312,7 +313,7 @@ func TestReviewLoopWithRealEngine(t *testing.T) {
 			t.Fatalf("contents %+v", rr.Contents)
 		}
 		checkPanelHTML(t, rr.Contents[0].Text)
-		bob := h.connect(t, mustPrincipal(t, "acme", "bob", principal.AllScopes()...), clientOpts{})
+		bob := h.connect(t, reviewtest.NewPrincipal(t, "acme", "bob", principal.AllScopes()...), clientOpts{})
 		if _, err := bob.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri}); err == nil {
 			t.Error("another principal read the panel")
 		}
@@ -359,7 +360,7 @@ func TestReviewLoopWithRealEngine(t *testing.T) {
 	})
 
 	// The agent fixes the contrast and deploys; bastion rechecks.
-	s.set("/pricing", fixedContrast)
+	s.Set("/pricing", fixedContrast)
 	overflow := byKind["viewport_overflow"]
 	res = plain.call(reviewmcp.ToolRecheck, map[string]any{
 		"review_id": sub.Job.ReviewID, "finding_ids": []string{contrast.FindingID, overflow.FindingID},

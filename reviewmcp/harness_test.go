@@ -4,119 +4,44 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/url"
-	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 
-	"github.com/bastion-mcp/bastion/capture"
-	"github.com/bastion-mcp/bastion/egress"
-	"github.com/bastion-mcp/bastion/egress/browserproxy"
-	"github.com/bastion-mcp/bastion/engine"
-	"github.com/bastion-mcp/bastion/engine/local"
 	"github.com/bastion-mcp/bastion/fault"
-	"github.com/bastion-mcp/bastion/internal/testenv"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/review/reviewtest"
 	"github.com/bastion-mcp/bastion/reviewmcp"
 	"github.com/bastion-mcp/bastion/store/sqlite"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// previewHost is the one host the test tenant has verified.
-const previewHost = "preview.example.com"
-
-// siteAuthorizer is the test's review.Authorizer: https URLs on previewHost
-// are authorized and handed to the engine as the same path on a loopback
-// site (the real guard would refuse a loopback target for a tenant; the
-// engine's own guard, in the local operator's AllowPrivate mode, still
-// checks every browser request). Any other host is DOMAIN_UNVERIFIED.
-type siteAuthorizer struct {
-	base  string // "http://127.0.0.1:PORT", or "" when no site runs
-	calls atomic.Int32
-}
-
-func (a *siteAuthorizer) AuthorizeTarget(_ context.Context, tenant, raw string) (string, string, error) {
-	a.calls.Add(1)
-	if a.base != "" && strings.HasPrefix(raw, a.base+"/") {
-		// A canonical URL this authorizer returned (a recheck re-authorizes
-		// the review's stored URL).
-		return raw, previewHost, nil
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return "", "", fault.New(fault.URLNotAllowed, "only https preview URLs are supported")
-	}
-	if u.Hostname() != previewHost {
-		return "", "", fault.New(fault.DomainUnverified, "host %s is not an ownership-verified target for tenant %s", u.Hostname(), tenant)
-	}
-	base := a.base
-	if base == "" {
-		base = "http://127.0.0.1:9" // never dialled: no worker runs without a site
-	}
-	return base + u.RequestURI(), previewHost, nil
-}
-
-// noEngine is the Engine of harnesses whose jobs never run (no workers are
-// started); a call is a test bug.
-type noEngine struct{}
-
-func (noEngine) Review(context.Context, engine.Request) (*engine.Result, error) {
-	return nil, errors.New("reviewmcp test: no engine in this harness")
-}
-
-func (noEngine) Recheck(context.Context, engine.RecheckRequest) ([]engine.RecheckOutcome, error) {
-	return nil, errors.New("reviewmcp test: no engine in this harness")
-}
-
-// harness is a real review.Service on a real SQLite store.
+// harness is a real review.Service on a real SQLite store, whose
+// authorizer treats preview.example.com as the test tenants' one verified
+// host and, given a site, sends the engine there.
 type harness struct {
-	svc  *review.Service
-	db   *sqlite.DB
-	auth *siteAuthorizer
+	*reviewtest.Harness
+	auth *reviewtest.HostAuthorizer
 }
 
+// newHarness builds the harness over eng; a nil eng is for harnesses whose
+// jobs never run (no workers are started), and fails any call: a test bug.
 func newHarness(t testing.TB, eng review.Engine, siteBase string, start bool) *harness {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), sqlite.FileName), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if eng == nil {
-		eng = noEngine{}
+		eng = &reviewtest.Engine{Err: errors.New("reviewmcp test: no engine in this harness")}
 	}
-	auth := &siteAuthorizer{base: siteBase}
-	svc, err := review.New(review.Deps{Store: db, Engine: eng, Authorizer: auth, Logger: quiet}, riversqlite.New(db.SQL()), review.Options{
-		FetchPollInterval: 20 * time.Millisecond, CancelPollInterval: 50 * time.Millisecond, ReviewTimeout: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if start {
-		if err := svc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		svc.Stop(sctx)
-		db.Close()
-	})
-	return &harness{svc: svc, db: db, auth: auth}
+	auth := &reviewtest.HostAuthorizer{Hosts: []string{reviewtest.PreviewHost}, Site: siteBase}
+	h := reviewtest.New(t, reviewtest.Options{Start: start, Engine: eng,
+		Authorizer: func(*sqlite.DB) review.Authorizer { return auth },
+		Review:     review.Options{ReviewTimeout: time.Minute}})
+	return &harness{Harness: h, auth: auth}
 }
 
 // clientOpts says how a test client presents itself.
@@ -137,7 +62,7 @@ type client struct {
 func (h *harness) connect(t testing.TB, p principal.Principal, o clientOpts) *client {
 	t.Helper()
 	ctx := context.Background()
-	srv := reviewmcp.NewServer(h.svc, reviewmcp.Options{
+	srv := reviewmcp.NewServer(h.Service, reviewmcp.Options{
 		Logger:   quiet,
 		NoImages: o.noImages,
 		PrincipalFrom: func(context.Context) (principal.Principal, bool) {
@@ -293,15 +218,6 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-func mustPrincipal(t testing.TB, tenant, id string, scopes ...principal.Scope) principal.Principal {
-	t.Helper()
-	p, err := principal.New(tenant, id, scopes...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // jobOut is the part of a job the tests read.
 type jobOut struct {
 	JobID    string `json:"job_id"`
@@ -340,61 +256,4 @@ func (c *client) waitDone(jobID string) jobOut {
 	}
 	c.t.Fatalf("job %s did not finish", jobID)
 	return jobOut{}
-}
-
-// site is a loopback web server whose pages can change between captures.
-type site struct {
-	mu    sync.Mutex
-	pages map[string]string
-	base  string
-}
-
-func (s *site) set(path, body string) {
-	s.mu.Lock()
-	s.pages[path] = body
-	s.mu.Unlock()
-}
-
-func startSite(t testing.TB, pages map[string]string) *site {
-	t.Helper()
-	s := &site{pages: pages}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		body, ok := s.pages[r.URL.Path]
-		s.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, body)
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	s.base = "http://" + ln.Addr().String()
-	return s
-}
-
-// realEngine is bastion's local engine wired like `bastion review
-// --allow-private`: real Chromium behind the egress proxy and guard. It
-// skips loudly without a Chromium (and fails in CI).
-func realEngine(t testing.TB) *local.Engine {
-	t.Helper()
-	chrome := testenv.Chromium(t)
-	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowPrivate: true}, egress.StaticResolver{})
-	proxy, err := browserproxy.New(guard, browserproxy.Options{AllowHTTP: true, RequireAuth: true, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	pool, err := capture.NewPool(context.Background(), capture.Options{Chrome: chrome, ProxyAddr: proxy.Addr(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	return local.New(pool, proxy, guard, local.Options{Logger: quiet})
 }
