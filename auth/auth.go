@@ -74,6 +74,7 @@ const (
 	ReasonUnknown                          // PAT not on record
 	ReasonRevoked                          // PAT revoked
 	ReasonCritical                         // JWS crit header present
+	ReasonRoles                            // roles claim malformed, too long or too many
 )
 
 var reasonText = [...]struct{ name, desc string }{
@@ -95,6 +96,7 @@ var reasonText = [...]struct{ name, desc string }{
 	ReasonUnknown:        {"unknown", "The access token is not recognised."},
 	ReasonRevoked:        {"revoked", "The access token was revoked."},
 	ReasonCritical:       {"critical_header", "The access token uses an unsupported extension."},
+	ReasonRoles:          {"roles", "The access token's roles claim is unusable."},
 }
 
 // String returns the reason's stable snake_case name, for logs and metrics.

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,13 @@ type JWTConfig struct {
 	// ScopeClaim names the space-separated scope claim; default "scope". An
 	// array there is accepted too, and "scp" is read when it is absent.
 	ScopeClaim string
+	// RolesClaim names the claim holding the caller's roles (for the
+	// gateway's role-based policy); default "roles". An array of strings or
+	// a space-separated string is accepted; absent means no roles. More
+	// than principal.MaxRoles roles, or a role that is not 1 to
+	// principal.MaxRoleLength printable characters without spaces, refuses
+	// the token (ReasonRoles) rather than dropping part of the claim.
+	RolesClaim string
 	// RequireTyp, when set (RFC 9068: "at+jwt"), is the required JWS "typ";
 	// the "application/" prefix and case are ignored in the comparison.
 	RequireTyp string
@@ -62,6 +70,7 @@ type JWTConfig struct {
 const (
 	DefaultTenantClaim     = "tenant_id"
 	DefaultScopeClaim      = "scope"
+	DefaultRolesClaim      = "roles"
 	DefaultLeeway          = 60 * time.Second
 	DefaultMaxTokenBytes   = 8 << 10
 	DefaultRefetchInterval = 30 * time.Second
@@ -85,6 +94,7 @@ type Claims struct {
 	ClientID  string // client_id, else azp; recorded, never the identity
 	Tenant    string
 	Scopes    []principal.Scope // the scopes bastion knows; others dropped
+	Roles     []string          // sorted, deduplicated; nil when the claim is absent
 	ID        string            // jti
 	Expiry    time.Time
 	NotBefore time.Time // zero when absent
@@ -142,6 +152,9 @@ func NewJWTVerifier(cfg JWTConfig, client *http.Client) (*JWTVerifier, error) {
 	}
 	if cfg.ScopeClaim == "" {
 		cfg.ScopeClaim = DefaultScopeClaim
+	}
+	if cfg.RolesClaim == "" {
+		cfg.RolesClaim = DefaultRolesClaim
 	}
 	switch {
 	case cfg.Leeway == 0:
@@ -359,8 +372,24 @@ func (v *JWTVerifier) checkClaims(payload []byte) (*Claims, error) {
 	if err != nil {
 		return nil, invalid(ReasonSubject)
 	}
+	if rolesRaw, present := raw[v.cfg.RolesClaim]; present {
+		names, ok := scopeNames(rolesRaw)
+		// null decodes as an empty string; a roles claim must say what it
+		// means.
+		ok = ok && !bytes.Equal(bytes.TrimSpace(rolesRaw), []byte("null"))
+		// Bound the claim before WithRoles sorts it: a token may carry a
+		// huge array, and deduplication must not make an oversized claim
+		// acceptable.
+		if !ok || len(names) > principal.MaxRoles {
+			return nil, invalid(ReasonRoles)
+		}
+		if p, err = p.WithRoles(names...); err != nil {
+			return nil, invalid(ReasonRoles)
+		}
+	}
 	c.Principal = p
 	c.Scopes = p.Scopes()
+	c.Roles = p.Roles()
 	return &c, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -119,6 +120,73 @@ func TestJWTClaimVariants(t *testing.T) {
 			}
 			if got.ClientID != tt.wantClient || got.Principal.ID() != "user-42" {
 				t.Errorf("client = %q id = %q, want %q and the sub as identity", got.ClientID, got.Principal.ID(), tt.wantClient)
+			}
+		})
+	}
+}
+
+// TestJWTRoles: roles come from the configured claim, as an array or a
+// space-separated string; a claim that is not one of those, or that holds
+// too many or unusable roles, refuses the token.
+func TestJWTRoles(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t, key("rsa1"))
+	vDefault, _ := is.verifier(nil)
+	vGroups, _ := is.verifier(func(c *JWTConfig) { c.RolesClaim = "groups" })
+	many := make([]string, principal.MaxRoles+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("r%d", i)
+	}
+	accepts := []struct {
+		name  string
+		v     *JWTVerifier
+		edit  func(map[string]any)
+		roles []string
+	}{
+		{"Array", vDefault, func(c map[string]any) { c["roles"] = []string{"reviewer", "admin", "admin"} }, []string{"admin", "reviewer"}},
+		{"SpaceSeparated", vDefault, func(c map[string]any) { c["roles"] = " reviewer  admin " }, []string{"admin", "reviewer"}},
+		{"Absent", vDefault, func(map[string]any) {}, nil},
+		{"EmptyArray", vDefault, func(c map[string]any) { c["roles"] = []string{} }, nil},
+		{"AtTheLimit", vDefault, func(c map[string]any) { c["roles"] = many[:principal.MaxRoles] }, slices.Sorted(slices.Values(many[:principal.MaxRoles]))},
+		{"ConfiguredClaim", vGroups, func(c map[string]any) { c["groups"] = []string{"ops"}; c["roles"] = []string{"admin"} }, []string{"ops"}},
+		// With another claim configured, "roles" is just an unknown claim:
+		// even a malformed one is ignored.
+		{"DefaultClaimIgnored", vGroups, func(c map[string]any) { c["roles"] = 7 }, nil},
+	}
+	for _, tt := range accepts {
+		t.Run(tt.name, func(t *testing.T) {
+			c := claims()
+			tt.edit(c)
+			got, err := tt.v.VerifyClaims(context.Background(), is.sign(key("rsa1"), c, nil))
+			if err != nil {
+				t.Fatalf("VerifyClaims = %v, want success", err)
+			}
+			if !slices.Equal(got.Principal.Roles(), tt.roles) || !slices.Equal(got.Roles, tt.roles) {
+				t.Errorf("roles = %v (claims %v), want %v", got.Principal.Roles(), got.Roles, tt.roles)
+			}
+		})
+	}
+	rejects := map[string]any{
+		"Number":          7,
+		"Object":          map[string]any{"admin": true},
+		"ArrayOfNumbers":  []int{1, 2},
+		"MixedArray":      []any{"admin", 1},
+		"RoleWithSpace":   []string{"two words"},
+		"EmptyRole":       []string{""},
+		"ControlChar":     []string{"a\u0000b"},
+		"TooLong":         []string{strings.Repeat("r", principal.MaxRoleLength+1)},
+		"TooMany":         many,
+		"TooManyRepeated": slices.Repeat([]string{"admin"}, principal.MaxRoles+1),
+		"Null":            nil,
+	}
+	for name, claim := range rejects {
+		t.Run("Rejects"+name, func(t *testing.T) {
+			c := claims()
+			c["roles"] = claim
+			_, err := vDefault.Verify(context.Background(), is.sign(key("rsa1"), c, nil), nil)
+			var ite *InvalidTokenError
+			if !errors.As(err, &ite) || ite.Reason != ReasonRoles {
+				t.Errorf("Verify = %v, want an InvalidTokenError (%v)", err, ReasonRoles)
 			}
 		})
 	}

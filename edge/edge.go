@@ -5,7 +5,9 @@
 //
 // Invariants:
 //   - Every limit is enforced before the MCP SDK sees a request, and every
-//     refusal has its own reason, counted in bastion_edge_rejections_total.
+//     refusal (the authenticator's included) has its own reason, counted in
+//     bastion_edge_rejections_total and reported to Options.Rejected before
+//     the client sees it.
 //   - The MCP path is dark unless enabled: switched off (config, kill switch) or
 //     off for the caller's tenant, it answers 404 exactly like an unknown path.
 //   - Without a configured trusted proxy, a request carrying Forwarded or any
@@ -100,6 +102,15 @@ type Options struct {
 	MaxInFlightPerPrincipal int           // default 8, at most 64
 	MaxInFlight             int           // default 256, across all principals
 	SessionTimeout          time.Duration // idle stateful sessions are closed; default 30 min
+
+	// Rejected, if non-nil, is told of every refusal the edge counts in
+	// bastion_edge_rejections_total, before the response is written: ctx is
+	// r's context (carrying the principal once one was authenticated),
+	// status the HTTP status sent and reason the counted reason. Refusals
+	// written by Authenticate are reported as "auth_refused" with the
+	// status it chose. It runs on the request's goroutine, so it must not
+	// keep r or read its body (the edge has consumed it).
+	Rejected func(ctx context.Context, r *http.Request, status int, reason string)
 
 	// Ready holds the checks /readyz runs.
 	Ready []Check
@@ -234,7 +245,7 @@ func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				panic(v)
 			}
 			e.log.Error("edge: handler panic", "type", typeName(v))
-			e.reject(w, reasonInternal)
+			e.reject(w, r, reasonInternal)
 		}
 	}()
 	switch p := r.URL.Path; {
@@ -276,32 +287,43 @@ func (e *Edge) serveReady(w http.ResponseWriter, r *http.Request) {
 // first: dark switch, forwarding headers, Host, Origin, then authentication.
 func (e *Edge) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if !e.opts.Enabled || (e.opts.Off != nil && e.opts.Off()) {
-		e.reject(w, reasonDisabled)
+		e.reject(w, r, reasonDisabled)
 		return
 	}
 	if e.draining.Load() {
-		e.reject(w, reasonDraining)
+		e.reject(w, r, reasonDraining)
 		return
 	}
 	if !e.opts.TrustedProxy && hasForwarding(r.Header) {
-		e.reject(w, reasonForwarded)
+		e.reject(w, r, reasonForwarded)
 		return
 	}
 	if !e.hosts.allows(r.Host) {
-		e.reject(w, reasonHost)
+		e.reject(w, r, reasonHost)
 		return
 	}
 	if !originAllowed(r, e.opts.AllowedOrigins) {
-		e.reject(w, reasonOrigin)
+		e.reject(w, r, reasonOrigin)
 		return
 	}
-	next := http.HandlerFunc(e.serveAuthenticated)
 	if e.opts.Authenticate == nil {
-		r = r.WithContext(principal.NewContext(r.Context(), e.opts.DevPrincipal))
-		next.ServeHTTP(w, r)
+		e.serveAuthenticated(w, r.WithContext(principal.NewContext(r.Context(), e.opts.DevPrincipal)))
 		return
 	}
-	e.opts.Authenticate(next).ServeHTTP(w, r)
+	// The authenticator writes its refusals itself; they are held so the
+	// edge can count and report one before the client sees it. A request
+	// it passes on is served on the real writer (streams need its Flusher).
+	passed := false
+	next := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		passed = true
+		e.serveAuthenticated(w, r)
+	})
+	held := &heldResponse{header: w.Header()}
+	e.opts.Authenticate(next).ServeHTTP(held, r)
+	if !passed {
+		e.count(r, held.status, reasonAuth)
+		held.flush(w)
+	}
 }
 
 func (e *Edge) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
@@ -309,16 +331,16 @@ func (e *Edge) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		// An authenticator that let a request through without a principal is
 		// a wiring bug; fail closed.
-		e.reject(w, reasonNoPrincipal)
+		e.reject(w, r, reasonNoPrincipal)
 		return
 	}
 	if e.opts.AgentAccess != nil && !e.opts.AgentAccess(r.Context(), p.Tenant()) {
-		e.reject(w, reasonAgentAccess)
+		e.reject(w, r, reasonAgentAccess)
 		return
 	}
 	release, reason := e.inflight.acquire(p, r.Method != http.MethodGet)
 	if reason != "" {
-		e.reject(w, reason)
+		e.reject(w, r, reason)
 		return
 	}
 	defer release()
@@ -327,13 +349,13 @@ func (e *Edge) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		mt, ok := jsonMediaType(r.Header.Get("Content-Type"))
 		if !ok {
-			e.reject(w, reasonMediaType)
+			e.reject(w, r, reasonMediaType)
 			return
 		}
 		var reason rejection
 		body, reason = e.readBody(w, r)
 		if reason != "" {
-			e.reject(w, reason)
+			e.reject(w, r, reason)
 			return
 		}
 		if mt != "application/json" {
@@ -358,7 +380,7 @@ func (e *Edge) serveStateful(w http.ResponseWriter, r *http.Request, p principal
 	if id := r.Header.Get(sessionHeader); id != "" {
 		s, reason := e.sessions.lookup(id, p)
 		if reason != "" {
-			e.reject(w, reason)
+			e.reject(w, r, reason)
 			return
 		}
 		slot := &serverSlot{srv: s.server}

@@ -174,13 +174,38 @@ func (b *bundle) both(t *testing.T, rq req) response {
 	return got2
 }
 
+// observed is one call of Options.Rejected.
+type observed struct {
+	status    int
+	reason    string
+	principal string // "" when none was authenticated
+}
+
 func TestRejections(t *testing.T) {
 	t.Parallel()
+	var obsMu sync.Mutex
+	var obs []observed
 	b := setup(t, func(o *Options) {
 		o.MaxBodyBytes = 1000
 		o.AllowedOrigins = []string{"https://app.example"}
 		o.AgentAccess = func(_ context.Context, tenant string) bool { return tenant != "dark" }
+		o.Rejected = func(ctx context.Context, r *http.Request, status int, reason string) {
+			if ctx != r.Context() {
+				t.Error("Rejected: ctx is not the request's context")
+			}
+			p, _ := principal.FromContext(ctx)
+			obsMu.Lock()
+			obs = append(obs, observed{status, reason, map[bool]string{true: p.String()}[p.IsValid()]})
+			obsMu.Unlock()
+		}
 	})
+	takeObserved := func() []observed {
+		obsMu.Lock()
+		defer obsMu.Unlock()
+		o := obs
+		obs = nil
+		return o
+	}
 	ok := baseHeaders("t1/alice")
 	with := func(extra map[string]string) map[string]string {
 		h := map[string]string{}
@@ -215,9 +240,14 @@ func TestRejections(t *testing.T) {
 		{"InvalidJSON", req{headers: ok, body: `{"jsonrpc":"2.0","id":1,"method":"<script>`}, 400, string(parseError), "invalid_json", [2]string{}},
 		{"InvalidUTF8", req{headers: ok, body: "{\"a\":\"\xff\"}"}, 400, string(parseError), "invalid_json", [2]string{}},
 		{"UnknownSession", req{headers: with(map[string]string{"Mcp-Session-Id": "nope"}), body: pingBody}, 404, `{"error":"unknown_session"}`, "unknown_session", [2]string{}},
+		{"AuthRefused", req{headers: with(map[string]string{principalHeader: "nobody"}), body: pingBody}, 401, "", "auth_refused", [2]string{}},
+		{"Allowed", req{headers: ok, body: pingBody}, 200, "", "", [2]string{}},
 	}
+	// Subtests run one at a time (no t.Parallel), so each sees only its
+	// own observations.
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			takeObserved()
 			var before float64
 			if c.reason != "" {
 				before = b.rejections(t, c.reason)
@@ -239,6 +269,26 @@ func TestRejections(t *testing.T) {
 				if d := b.rejections(t, c.reason) - before; d != 2 {
 					t.Errorf("rejections{reason=%q} grew by %v, want 2 (in-process + listener)", c.reason, d)
 				}
+			}
+			// Every counted refusal is reported once per request, with the
+			// status sent and the principal when one was authenticated.
+			seen := takeObserved()
+			if c.reason == "" {
+				if len(seen) != 0 {
+					t.Errorf("Rejected called for an uncounted answer: %v", seen)
+				}
+				return
+			}
+			wantP := ""
+			switch c.reason {
+			case "agent_access_off":
+				wantP = "dark/bob"
+			case "unsupported_media_type", "body_too_large_declared", "body_too_large_streamed", "invalid_json", "unknown_session":
+				wantP = "t1/alice"
+			}
+			want := observed{c.wantStatus, c.reason, wantP}
+			if len(seen) != 2 || seen[0] != want || seen[1] != want {
+				t.Errorf("Rejected saw %v, want %v twice", seen, want)
 			}
 		})
 	}

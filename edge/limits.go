@@ -30,6 +30,7 @@ const (
 	reasonHost           rejection = "host_not_allowed"
 	reasonOrigin         rejection = "origin_not_allowed"
 	reasonNoPrincipal    rejection = "unauthenticated"
+	reasonAuth           rejection = "auth_refused" // Authenticate answered (401, 403, 400, 503) instead of passing the request on
 	reasonMediaType      rejection = "unsupported_media_type"
 	reasonTooLargeDecl   rejection = "body_too_large_declared"
 	reasonTooLargeStream rejection = "body_too_large_streamed"
@@ -47,7 +48,7 @@ const (
 // allReasons lists every reason so each counter exists (at zero) from start.
 var allReasons = []rejection{
 	reasonDisabled, reasonAgentAccess, reasonForwarded, reasonHost, reasonOrigin,
-	reasonNoPrincipal, reasonMediaType, reasonTooLargeDecl, reasonTooLargeStream,
+	reasonNoPrincipal, reasonAuth, reasonMediaType, reasonTooLargeDecl, reasonTooLargeStream,
 	reasonBodyTimeout, reasonBodyRead, reasonInvalidJSON, reasonInFlight, reasonGlobal,
 	reasonUnknownSession, reasonSessionOwner, reasonDraining, reasonInternal,
 }
@@ -55,52 +56,112 @@ var allReasons = []rejection{
 // parseError is the JSON-RPC parse error; it never echoes the input.
 var parseError = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`)
 
-// reject writes the response for reason and counts it.
-func (e *Edge) reject(w http.ResponseWriter, reason rejection) {
-	e.metrics.rejections.WithLabelValues(string(reason)).Inc()
+// reject counts reason, reports it to Options.Rejected, and writes its
+// response. The observer runs before the response is written, so a client
+// that has its refusal can rely on the refusal being recorded.
+func (e *Edge) reject(w http.ResponseWriter, r *http.Request, reason rejection) {
+	status, body := reason.response()
+	e.count(r, status, reason)
 	h := w.Header()
 	switch reason {
-	case reasonDisabled, reasonAgentAccess:
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "not_found"})
-	case reasonForwarded:
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "forwarded requests are not accepted"})
-	case reasonHost:
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "host not allowed"})
-	case reasonOrigin:
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "origin not allowed"})
-	case reasonNoPrincipal:
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "unauthorized", "error_description": "a valid bearer access token is required"})
-	case reasonMediaType:
+	case reasonMediaType, reasonTooLargeDecl, reasonTooLargeStream, reasonBodyTimeout, reasonBodyRead:
 		h.Set("Connection", "close")
-		writeJSON(w, http.StatusUnsupportedMediaType, map[string]any{"error": "unsupported_media_type", "error_description": "POST requires application/json"})
-	case reasonTooLargeDecl, reasonTooLargeStream:
-		h.Set("Connection", "close")
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "payload_too_large"})
-	case reasonBodyTimeout:
-		h.Set("Connection", "close")
-		writeJSON(w, http.StatusRequestTimeout, map[string]any{"error": "request_timeout"})
-	case reasonBodyRead:
-		h.Set("Connection", "close")
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request"})
-	case reasonInvalidJSON:
-		h.Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(parseError)
-	case reasonInFlight:
+	case reasonInFlight, reasonGlobal:
 		h.Set("Retry-After", "1")
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "too_many_requests", "error_description": "too many in-flight requests"})
-	case reasonGlobal:
-		h.Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "server_busy", "error_description": "too many in-flight requests"})
 	case reasonDraining:
 		h.Set("Retry-After", "1")
 		h.Set("Connection", "close")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "unavailable", "error_description": "server is shutting down"})
-	case reasonUnknownSession, reasonSessionOwner:
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_session"})
-	default:
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "internal_error"})
 	}
+	if reason == reasonInvalidJSON {
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(parseError)
+		return
+	}
+	writeJSON(w, status, body)
+}
+
+// count counts reason and reports it to the observer, if any.
+func (e *Edge) count(r *http.Request, status int, reason rejection) {
+	e.metrics.rejections.WithLabelValues(string(reason)).Inc()
+	if e.opts.Rejected != nil {
+		e.opts.Rejected(r.Context(), r, status, string(reason))
+	}
+}
+
+// response is the status and JSON body the edge answers reason with. The
+// body is fixed per reason: input is never echoed.
+func (reason rejection) response() (int, map[string]any) {
+	switch reason {
+	case reasonDisabled, reasonAgentAccess:
+		return http.StatusNotFound, map[string]any{"error": "not_found"}
+	case reasonForwarded:
+		return http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "forwarded requests are not accepted"}
+	case reasonHost:
+		return http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "host not allowed"}
+	case reasonOrigin:
+		return http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "origin not allowed"}
+	case reasonNoPrincipal:
+		return http.StatusUnauthorized, map[string]any{"error": "unauthorized", "error_description": "a valid bearer access token is required"}
+	case reasonMediaType:
+		return http.StatusUnsupportedMediaType, map[string]any{"error": "unsupported_media_type", "error_description": "POST requires application/json"}
+	case reasonTooLargeDecl, reasonTooLargeStream:
+		return http.StatusRequestEntityTooLarge, map[string]any{"error": "payload_too_large"}
+	case reasonBodyTimeout:
+		return http.StatusRequestTimeout, map[string]any{"error": "request_timeout"}
+	case reasonBodyRead:
+		return http.StatusBadRequest, map[string]any{"error": "bad_request"}
+	case reasonInvalidJSON:
+		return http.StatusBadRequest, nil // parseError
+	case reasonInFlight:
+		return http.StatusTooManyRequests, map[string]any{"error": "too_many_requests", "error_description": "too many in-flight requests"}
+	case reasonGlobal:
+		return http.StatusServiceUnavailable, map[string]any{"error": "server_busy", "error_description": "too many in-flight requests"}
+	case reasonDraining:
+		return http.StatusServiceUnavailable, map[string]any{"error": "unavailable", "error_description": "server is shutting down"}
+	case reasonUnknownSession, reasonSessionOwner:
+		return http.StatusNotFound, map[string]any{"error": "unknown_session"}
+	}
+	return http.StatusInternalServerError, map[string]any{"error": "internal_error"}
+}
+
+// heldResponse holds what an authenticator writes until the edge knows
+// whether it refused the request: a refusal is counted and reported before
+// the client sees it, like the edge's own. Refusals are a challenge of a
+// few hundred bytes; past maxHeld the rest is dropped rather than buffered.
+type heldResponse struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+const maxHeld = 64 << 10
+
+func (h *heldResponse) Header() http.Header { return h.header }
+
+func (h *heldResponse) WriteHeader(code int) {
+	if h.status == 0 {
+		h.status = code
+	}
+}
+
+func (h *heldResponse) Write(b []byte) (int, error) {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	if room := maxHeld - len(h.body); room > 0 {
+		h.body = append(h.body, b[:min(len(b), room)]...)
+	}
+	return len(b), nil
+}
+
+// flush sends the held response to w (whose Header is h.header).
+func (h *heldResponse) flush(w http.ResponseWriter) {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	w.WriteHeader(h.status)
+	_, _ = w.Write(h.body)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

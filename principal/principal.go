@@ -1,5 +1,6 @@
 // Package principal defines who is calling: a tenant, an identity within it,
-// and the scopes its credential grants.
+// the scopes its credential grants and the roles it states (for the
+// gateway's role-based policy; roles grant nothing in review.Service).
 //
 // Invariants: a Principal is immutable once built; the zero Principal is
 // invalid and holds no scope, so code that forgets to authenticate fails
@@ -12,6 +13,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Scope is a permission a credential grants.
@@ -40,8 +43,16 @@ func ParseScope(s string) (Scope, bool) {
 type Principal struct {
 	tenant string
 	id     string
-	scopes []Scope // sorted, deduplicated
+	scopes []Scope  // sorted, deduplicated
+	roles  []string // sorted, deduplicated; never shared with a caller
 }
+
+// Bounds on roles: a credential naming more, or longer, roles is refused
+// rather than truncated, so a policy never sees half of what was stated.
+const (
+	MaxRoles      = 64
+	MaxRoleLength = 128
+)
 
 // New builds a Principal. Tenant and id must be non-empty and free of control
 // characters; unknown scopes are an error.
@@ -87,6 +98,48 @@ func (p Principal) ID() string { return p.id }
 
 // Scopes returns a copy of p's scopes, sorted.
 func (p Principal) Scopes() []Scope { return slices.Clone(p.scopes) }
+
+// Roles returns a copy of p's roles, sorted; nil when it has none.
+func (p Principal) Roles() []string { return slices.Clone(p.roles) }
+
+// HasRole reports whether p is valid and holds role.
+func (p Principal) HasRole(role string) bool {
+	return p.IsValid() && slices.Contains(p.roles, role)
+}
+
+// WithRoles returns a copy of p holding exactly roles (sorted and
+// deduplicated; none clears them). A role is 1 to MaxRoleLength printable
+// characters without spaces; more than MaxRoles distinct roles, an invalid
+// role or an invalid p is an error.
+func (p Principal) WithRoles(roles ...string) (Principal, error) {
+	if !p.IsValid() {
+		return Principal{}, errors.New("principal: roles need a valid principal")
+	}
+	var rs []string
+	if len(roles) > 0 {
+		rs = slices.Clone(roles)
+		slices.Sort(rs)
+		rs = slices.Compact(rs)
+	}
+	if len(rs) > MaxRoles {
+		return Principal{}, errors.New("principal: too many roles")
+	}
+	for _, r := range rs {
+		if !validRole(r) {
+			return Principal{}, errors.New("principal: a role must be 1-128 printable characters without spaces")
+		}
+	}
+	q := p
+	q.roles = rs
+	return q, nil
+}
+
+func validRole(s string) bool {
+	if s == "" || len(s) > MaxRoleLength || !utf8.ValidString(s) {
+		return false
+	}
+	return !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) })
+}
 
 // Has reports whether p is valid and holds scope s.
 func (p Principal) Has(s Scope) bool {
