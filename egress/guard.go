@@ -108,6 +108,16 @@ func NewGuard(p Policy, r Resolver) *Guard {
 	return g
 }
 
+// WithPrivate returns a Guard like g that also allows private and loopback
+// addresses (Policy.AllowPrivate), for one upstream an operator runs on
+// their own network. g is unchanged; its deny lists and metadata denial
+// carry over.
+func (g *Guard) WithPrivate() *Guard {
+	p := g.policy
+	p.AllowPrivate = true
+	return NewGuard(p, g.resolver)
+}
+
 // allowed reports a's class (Denied for an operator deny CIDR) and whether the
 // policy lets it be dialed, and whether it was let in only by AllowPrivate
 // (in which case the strict scheme and port policy does not apply).

@@ -372,3 +372,29 @@ func TestStaticResolver(t *testing.T) {
 		t.Errorf("layered did not fall through: %v", got)
 	}
 }
+
+// TestWithPrivate: the derived guard reaches a loopback server, keeps the
+// base policy's deny list and metadata denial, and leaves the base guard
+// strict.
+func TestWithPrivate(t *testing.T) {
+	t.Parallel()
+	dns := StaticResolver{
+		"dev.example":  addrs("127.0.0.1"),
+		"meta.example": addrs("169.254.169.254"),
+		"deny.example": addrs("10.1.2.3"),
+	}
+	base := NewGuard(Policy{Deny: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16")}}, dns)
+	open := base.WithPrivate()
+	ctx := context.Background()
+	if _, err := open.Check(ctx, "http://dev.example:3000/mcp"); err != nil {
+		t.Errorf("derived guard refused a loopback server: %v", err)
+	}
+	if _, err := base.Check(ctx, "http://dev.example:3000/mcp"); err == nil {
+		t.Error("the base guard was opened too")
+	}
+	for _, raw := range []string{"http://meta.example/", "http://deny.example/"} {
+		if _, err := open.Check(ctx, raw); err == nil {
+			t.Errorf("derived guard allowed %s", raw)
+		}
+	}
+}

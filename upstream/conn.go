@@ -67,7 +67,16 @@ var (
 	// ErrAmbiguous means a server-to-client request could not be attributed
 	// to a single downstream client and was refused.
 	ErrAmbiguous = errors.New("upstream: server request cannot be attributed to one client")
+	// ErrNoMultiRoundTrip means the upstream does not speak a protocol with
+	// multi-round-trip requests (it negotiated an older revision).
+	ErrNoMultiRoundTrip = errors.New("upstream: the server does not speak multi-round-trip requests")
 )
+
+// MultiRoundTripVersion is the first MCP revision in which a server returns
+// its questions as input requests in a result instead of asking during a
+// call (SEP-2322), and in which each request carries the client's
+// capabilities (SEP-2575).
+const MultiRoundTripVersion = "2026-07-28"
 
 // Value is a configured value resolved when an upstream (re)starts.
 // gateway/config.Ref satisfies it ("env:NAME", "file:PATH" or a literal).
@@ -271,6 +280,10 @@ type Conn struct {
 	calls  map[*mcp.ClientSession]map[uint64]Downstream // in-flight calls per session
 	prog   map[string]progressRoute                     // rewritten progress token → caller
 	lost   map[*mcp.ClientSession]error                 // why a session ended, for ErrTrapped
+
+	mrtrMu sync.Mutex // guards mrtr and noMRTR; held while the sibling's first session starts
+	mrtr   *Conn      // the multi-round-trip sibling, once started
+	noMRTR bool       // the upstream negotiated an older revision
 }
 
 // progressGrace is how long a call's progress route outlives the call.
@@ -344,7 +357,11 @@ func New(ctx context.Context, spec Spec, deps Deps) (*Conn, error) {
 		return nil, err
 	}
 	c.client = mcp.NewClient(&mcp.Implementation{Name: "bastion", Version: "0"}, &mcp.ClientOptions{
-		Logger:                      deps.Logger,
+		Logger: deps.Logger,
+		// Input requests in results belong to the downstream client, which
+		// answers them itself on its next round (see MultiRoundTrip): the
+		// gateway must not answer them on its behalf.
+		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
 		CreateMessageHandler:        c.onCreateMessage,
 		ElicitationHandler:          c.onElicit,
 		ToolListChangedHandler:      func(ctx context.Context, _ *mcp.ToolListChangedRequest) { c.changed(ctx, ToolsChanged) },
@@ -353,7 +370,7 @@ func New(ctx context.Context, spec Spec, deps Deps) (*Conn, error) {
 		LoggingMessageHandler:       c.onLog,
 		ProgressNotificationHandler: c.onProgress,
 	})
-	c.client.AddReceivingMiddleware(c.rootsMiddleware)
+	c.client.AddReceivingMiddleware(c.serverRequests)
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	c.stop = stop
 	go c.supervise(sctx)
@@ -398,6 +415,12 @@ func (c *Conn) Close() error {
 		_ = sess.Close()
 	}
 	<-c.done
+	c.mrtrMu.Lock()
+	sib := c.mrtr
+	c.mrtrMu.Unlock()
+	if sib != nil {
+		_ = sib.Close()
+	}
 	if c.wasm != nil {
 		return c.wasm.close(context.Background())
 	}
@@ -580,10 +603,93 @@ func (c *Conn) Discard() {
 	}
 }
 
+// MultiRoundTrip returns a Conn to the same upstream whose session speaks
+// MultiRoundTripVersion or later: its server returns sampling, elicitation
+// and roots questions as input requests in results (which come back to the
+// caller unanswered, for its own client to answer) and reads the client's
+// capabilities from each request's _meta. A client on that revision needs
+// such a session to see the upstream as it is: the question keys, the
+// request state and its own capabilities. c itself serves older clients,
+// to which a server may still send questions during a call.
+//
+// The sibling is started on first use (for a stdio upstream, a second
+// child) and closed with c. ErrNoMultiRoundTrip means the upstream
+// negotiated an older revision; that answer is kept. An upstream that cannot
+// be reached now is an error that is not kept.
+func (c *Conn) MultiRoundTrip(ctx context.Context) (*Conn, error) {
+	if c.spec.ProtocolVersion >= MultiRoundTripVersion {
+		return c, nil
+	}
+	switch c.spec.Kind {
+	case Stdio, Wasm:
+		// A session is a whole process or instance with its own state: a
+		// second one would diverge from the first behind the operator's
+		// back.
+		return nil, ErrNoMultiRoundTrip
+	case SSE:
+		return nil, ErrNoMultiRoundTrip // the legacy transport predates it
+	}
+	c.mrtrMu.Lock()
+	defer c.mrtrMu.Unlock()
+	switch {
+	case c.mrtr != nil:
+		return c.mrtr, nil
+	case c.noMRTR:
+		return nil, ErrNoMultiRoundTrip
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, fault.Wrap(ErrClosed, fault.UpstreamUnavailable, "upstream %s is closed", c.spec.Name)
+	}
+	spec := c.spec
+	spec.ProtocolVersion = MultiRoundTripVersion
+	sib, err := New(ctx, spec, c.deps)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, spec.ConnectTimeout)
+	sess, err := sib.Session(sctx)
+	cancel()
+	if err != nil {
+		sib.Close()
+		return nil, err
+	}
+	if v := sess.InitializeResult().ProtocolVersion; v < MultiRoundTripVersion {
+		sib.Close()
+		c.noMRTR = true
+		c.log.LogAttrs(ctx, slog.LevelInfo, "upstream speaks no multi-round-trip revision; its questions are bridged", slog.String("negotiated", v))
+		return nil, ErrNoMultiRoundTrip
+	}
+	c.mrtr = sib
+	return sib, nil
+}
+
+// hopContext carries a request from the gateway's client side to an
+// upstream: the caller's deadline, cancellation and Downstream, and none of
+// its other values. The SDK keeps per-request state in context values (the
+// protocol version of the request being served, which its HTTP client
+// would then send upstream); state of the client's hop must not leak into
+// the upstream's.
+type hopContext struct{ context.Context }
+
+func (h hopContext) Value(key any) any {
+	if key == (downstreamKey{}) {
+		return h.Context.Value(key)
+	}
+	return nil
+}
+
+// AfterFunc lets contexts derived from h follow its cancellation without a
+// goroutine each (see context.AfterFunc).
+func (h hopContext) AfterFunc(f func()) func() bool { return context.AfterFunc(h.Context, f) }
+
 // do runs one request on the live session under the per-call deadline
 // (the caller's context may be shorter),
 // recording it as in flight for the ctx's Downstream.
 func (c *Conn) do(ctx context.Context, what string, fn func(ctx context.Context, s *mcp.ClientSession) error) error {
+	ctx = hopContext{ctx}
 	// Waiting for a (re)starting session is bounded like a start, not by
 	// the call's own budget: a replaced Wasm instance or a restarted child
 	// must not make the next call time out before it is sent.
@@ -692,20 +798,29 @@ func (c *Conn) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 	return d.Elicit(ctx, req.Params)
 }
 
-// rootsMiddleware answers roots/list with the attributed downstream's roots
-// (the SDK would otherwise answer with the gateway client's own list).
-func (c *Conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+// serverRequests answers the upstream's server-to-client requests that
+// the SDK would otherwise answer on the gateway's own behalf or judge first:
+// roots/list gets the attributed downstream's roots (not the gateway
+// client's empty list), and elicitation/create goes to the downstream
+// unjudged, since what a requested schema may say is for the client that
+// renders it to decide, not for a hop in between.
+func (c *Conn) serverRequests(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "roots/list" {
-			return next(ctx, method, req)
+		switch method {
+		case "roots/list":
+			sess, _ := req.GetSession().(*mcp.ClientSession)
+			d, err := c.attribute(ctx, sess)
+			if err != nil {
+				return nil, err
+			}
+			p, _ := req.GetParams().(*mcp.ListRootsParams)
+			return d.ListRoots(ctx, p)
+		case "elicitation/create":
+			if r, ok := req.(*mcp.ElicitRequest); ok && r.Params != nil {
+				return c.onElicit(ctx, r)
+			}
 		}
-		sess, _ := req.GetSession().(*mcp.ClientSession)
-		d, err := c.attribute(ctx, sess)
-		if err != nil {
-			return nil, err
-		}
-		p, _ := req.GetParams().(*mcp.ListRootsParams)
-		return d.ListRoots(ctx, p)
+		return next(ctx, method, req)
 	}
 }
 

@@ -36,18 +36,27 @@
 // Downstream to the context of each call (WithDownstream). Two routes exist:
 //
 //   - Multi-round-trip servers (protocol 2026-07-28) return their input
-//     requests as part of the call's result; the SDK fulfils them with the
-//     call's own context, so the Downstream in that context answers.
+//     requests in the call's result. The Conn's SDK client does not answer
+//     them (its automatic rounds are off): the result goes back to the
+//     caller as the upstream wrote it, for the downstream client to answer
+//     on its next round.
 //   - Older servers send a separate request on the session. MCP gives such a
 //     request no link to the call that caused it (stdio has no per-request
 //     channel), so the Conn attributes it to the downstream of the calls in
 //     flight on that session. When calls from several downstreams are in
 //     flight the request is refused rather than guessed: answering another
-//     principal's sampling prompt would leak data across tenants.
+//     principal's sampling prompt would leak data across tenants. An
+//     elicitation goes to the downstream unjudged: what its schema may say
+//     is for the client that renders it to decide.
 //
-// Upstreams are offered DefaultProtocolVersion (2025-11-25), under which a
-// server sends such requests during a call; Spec.ProtocolVersion may offer
-// 2026-07-28, where they come back as input requests of the call instead.
+// Upstreams are offered Spec.ProtocolVersion (default 2025-11-25).
+// MultiRoundTrip returns a sibling Conn on 2026-07-28 for callers whose
+// clients speak it: an HTTP or in-process upstream gets a second session,
+// while a stdio or Wasm upstream, whose session is a whole process with its
+// own state, is never started twice. Every request carries the caller's
+// deadline and cancellation but none of its other context values, so state
+// of the downstream hop (the SDK's per-request protocol version) never
+// leaks into the upstream's.
 //
 // Progress is routed exactly: each call's progress token is replaced by one
 // unique to the Conn and mapped back to the caller's token and Downstream.

@@ -119,6 +119,13 @@ type Server struct {
 	Tools []string `toml:"tools"`
 	// Timeout overrides the gateway's per-call timeout.
 	Timeout Duration `toml:"timeout"`
+	// Protocol is the MCP revision offered to the server: "2025-11-25"
+	// (the default) or "2026-07-28". An http or in-process server also gets
+	// a 2026-07-28 session beside its default one, for clients on that
+	// revision; a stdio or wasm server is one process, never started twice,
+	// so it speaks only this revision and 2026-07-28 clients reach a
+	// 2025-11-25 one through the gateway's bridge.
+	Protocol string `toml:"protocol"`
 
 	// stdio and wasm
 	Command string         `toml:"command"` // stdio only
@@ -128,6 +135,10 @@ type Server struct {
 	// http and sse
 	URL     string         `toml:"url"`
 	Headers map[string]Ref `toml:"headers"` // per-upstream credentials, e.g. Authorization
+	// AllowPrivate lets the egress guard reach this server on a loopback or
+	// private address, over http (metadata endpoints stay denied). Off, an
+	// upstream must be a public https server like any other destination.
+	AllowPrivate bool `toml:"allow_private"`
 
 	// wasm
 	Wasm     string   `toml:"wasm"`      // path of the .wasm module

@@ -130,6 +130,9 @@ func TestInvalid(t *testing.T) {
 		"PatternKind":        {srv + "[[inspect.pattern]]\nname = \"p\"\nkind = \"pii\"\nregex = \"a+\"\n", 5, "secret or injection"},
 		"PinMode":            {srv + "[pin]\nmode = \"tofu\"\n", 4, "strict"},
 		"BadDuration":        {srv + "[gateway]\ntimeout = \"ten seconds\"\n", 4, "invalid duration"},
+		"UnknownProtocol":    {srv + "protocol = \"2024-11-05\"\n", 3, "unknown MCP revision"},
+		"SSEModernProtocol":  {"[server.a]\nkind = \"sse\"\nurl = \"https://x/sse\"\nprotocol = \"2026-07-28\"\n", 4, "2025-11-25 at most"},
+		"PrivateOnStdio":     {"[server.a]\nkind = \"stdio\"\ncommand = \"x\"\nallow_private = true\n", 4, "does not apply"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -194,6 +194,15 @@ func (c *checker) server(f *File, name string, s *Server, namespaces map[string]
 	only("wasm", s.Wasm != "", KindWasm)
 	only("memory_mb", s.MemoryMB != 0, KindWasm)
 	only("readonly", s.ReadOnly != nil, KindWasm)
+	only("allow_private", s.AllowPrivate, KindHTTP, KindSSE)
+	switch s.Protocol {
+	case "", "2025-11-25", "2026-07-28":
+	default:
+		c.at(h, 0, "protocol", "unknown MCP revision %q; one of 2025-11-25, 2026-07-28", s.Protocol)
+	}
+	if s.Kind == KindSSE && s.Protocol == "2026-07-28" {
+		c.at(h, 0, "protocol", "the legacy SSE transport speaks 2025-11-25 at most")
+	}
 	for k, v := range s.Env {
 		if !envRE.MatchString(k) {
 			c.at(h, 0, "env", "%q is not a valid environment variable name", k)

@@ -15,6 +15,7 @@ import (
 	"github.com/bastion-mcp/bastion/audit"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/gateway"
+	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
@@ -89,7 +90,13 @@ func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest
 		// The client answers input requests of a call already governed.
 		return l.resume(ctx, c, p)
 	}
-	a := &gateway.CallArgs{Principal: c.p, Name: p.Name, Arguments: p.Arguments}
+	// A later round of an upstream's multi-round-trip call carries the
+	// state the gateway sealed; it is governed like a first call.
+	inner, err := c.openRound(ctx, o, "tools/call", p.Name, p.RequestState)
+	if err != nil {
+		return nil, err
+	}
+	a := &gateway.CallArgs{Principal: c.p, Roles: c.p.Roles(), Name: p.Name, Arguments: p.Arguments}
 
 	d, err := l.chain.Check(ctx, a)
 	if err != nil {
@@ -122,8 +129,24 @@ func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest
 	if len(p.Arguments) == 0 {
 		up.Arguments = nil
 	}
+	conn, err := l.connFor(ctx, s, c.p)
+	if err != nil {
+		return l.upstreamFailed(ctx, c, o, err)
+	}
 	if req != nil && req.Session != nil && multiRoundTrip(req.Session) {
-		return l.bridged(ctx, c, req.Session, s, a, o, up)
+		m, err := conn.MultiRoundTrip(ctx)
+		switch {
+		case err == nil:
+			up.Meta, up.InputResponses, up.RequestState = clientMeta(p.Meta), p.InputResponses, inner
+			return l.round(ctx, c, req.Session, m, a, o, up)
+		case !errors.Is(err, upstream.ErrNoMultiRoundTrip):
+			return l.upstreamFailed(ctx, c, o, err)
+		case p.RequestState != "":
+			// A sealed state names an upstream round, and this upstream
+			// has none: it was issued before the upstream changed.
+			return nil, errBadState()
+		}
+		return l.bridged(ctx, c, req.Session, conn, a, o, up)
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[a.Server]))
 	defer cancel()
@@ -132,7 +155,24 @@ func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest
 		ctx = upstream.WithDownstream(ctx, d)
 		defer s.flight.add(d)()
 	}
-	res, err := s.conn.CallTool(ctx, up)
+	res, err := conn.CallTool(ctx, up)
+	return l.finish(ctx, c, a, o, res, err)
+}
+
+// round makes one round of a multi-round-trip call on the upstream's
+// multi-round-trip session m, sealing the request state of an
+// input-required answer for the client's next round.
+func (l *Loop) round(ctx context.Context, c *client, ss *mcp.ServerSession, m *upstream.Conn, a *gateway.CallArgs, o *outcome, up *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[a.Server]))
+	defer cancel()
+	d := &callDown{ss: ss, ctx: ctx}
+	ctx = upstream.WithDownstream(ctx, d)
+	defer l.servers[a.Server].flight.add(d)()
+	res, err := m.CallTool(ctx, up)
+	if err == nil && res != nil && res.InputRequests != nil {
+		res = &mcp.CallToolResult{Meta: res.Meta, InputRequests: res.InputRequests,
+			RequestState: l.rounds.seal(c.p, "tools/call", a.Name, res.RequestState)}
+	}
 	return l.finish(ctx, c, a, o, res, err)
 }
 
@@ -142,6 +182,12 @@ func (l *Loop) finish(ctx context.Context, c *client, a *gateway.CallArgs, o *ou
 	if err != nil {
 		return l.upstreamFailed(ctx, c, o, err)
 	}
+	// The upstream's protocol keys (its serverInfo) describe its hop; the
+	// client's server sets its own.
+	if res == nil {
+		res = &mcp.CallToolResult{}
+	}
+	res.Meta = hopMeta(res.Meta)
 	raw, err := json.Marshal(res)
 	if err != nil {
 		o.decision, o.rule, o.reason = audit.UpstreamError, "bad-result", "the upstream's result could not be encoded"
@@ -268,7 +314,7 @@ func (c *client) getPrompt(e *promptEntry) mcp.PromptHandler {
 		if args, err := json.Marshal(req.Params.Arguments); err == nil {
 			o.args = args
 		}
-		a := &gateway.CallArgs{Principal: c.p, Name: req.Params.Name, Server: e.server, Tool: e.prompt, Arguments: o.args}
+		a := &gateway.CallArgs{Principal: c.p, Roles: c.p.Roles(), Name: req.Params.Name, Server: e.server, Tool: e.prompt, Arguments: o.args}
 		if d, _ := l.policy.Check(ctx, a); !d.Allow {
 			o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, d.Rule, d.Reason
 			l.record(ctx, c, o)
@@ -279,9 +325,26 @@ func (c *client) getPrompt(e *promptEntry) mcp.PromptHandler {
 		ctx = upstream.WithDownstream(ctx, &callDown{ss: req.Session, ctx: ctx})
 		p := *req.Params
 		p.Name, p.Meta = e.prompt, hopMeta(p.Meta)
-		res, err := l.servers[e.server].conn.GetPrompt(ctx, &p)
+		conn, multi, err := l.roundConn(ctx, req.Session, e.server, c.p)
 		if err != nil {
 			return nil, l.forwardFailed(ctx, c, o, err)
+		}
+		if multi {
+			if p.RequestState, err = c.openRound(ctx, o, "prompts/get", req.Params.Name, p.RequestState); err != nil {
+				return nil, err
+			}
+			p.Meta = clientMeta(req.Params.Meta)
+		} else if p.RequestState != "" {
+			return nil, c.refuseRound(ctx, o)
+		}
+		res, err := conn.GetPrompt(ctx, &p)
+		if err != nil {
+			return nil, l.forwardFailed(ctx, c, o, err)
+		}
+		res.Meta = hopMeta(res.Meta)
+		if res.InputRequests != nil {
+			res = &mcp.GetPromptResult{Meta: res.Meta, InputRequests: res.InputRequests,
+				RequestState: l.rounds.seal(c.p, "prompts/get", req.Params.Name, res.RequestState)}
 		}
 		if raw, err := json.Marshal(res); err == nil {
 			o.result = raw
@@ -305,7 +368,7 @@ func (c *client) readResource(server, name string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		l := c.l
 		o := &outcome{method: "resources/read", name: req.Params.URI, server: server, tool: name, start: time.Now()}
-		a := &gateway.CallArgs{Principal: c.p, Name: req.Params.URI, Server: server, Tool: name}
+		a := &gateway.CallArgs{Principal: c.p, Roles: c.p.Roles(), Name: req.Params.URI, Server: server, Tool: name}
 		if d, _ := l.policy.Check(ctx, a); !d.Allow {
 			o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, d.Rule, d.Reason
 			l.record(ctx, c, o)
@@ -316,9 +379,26 @@ func (c *client) readResource(server, name string) mcp.ResourceHandler {
 		ctx = upstream.WithDownstream(ctx, &callDown{ss: req.Session, ctx: ctx})
 		rp := *req.Params
 		rp.Meta = hopMeta(rp.Meta)
-		res, err := l.servers[server].conn.ReadResource(ctx, &rp)
+		conn, multi, err := l.roundConn(ctx, req.Session, server, c.p)
 		if err != nil {
 			return nil, l.forwardFailed(ctx, c, o, err)
+		}
+		if multi {
+			if rp.RequestState, err = c.openRound(ctx, o, "resources/read", req.Params.URI, rp.RequestState); err != nil {
+				return nil, err
+			}
+			rp.Meta = clientMeta(req.Params.Meta)
+		} else if rp.RequestState != "" {
+			return nil, c.refuseRound(ctx, o)
+		}
+		res, err := conn.ReadResource(ctx, &rp)
+		if err != nil {
+			return nil, l.forwardFailed(ctx, c, o, err)
+		}
+		res.Meta = hopMeta(res.Meta)
+		if res.InputRequests != nil {
+			res = &mcp.ReadResourceResult{Meta: res.Meta, InputRequests: res.InputRequests,
+				RequestState: l.rounds.seal(c.p, "resources/read", req.Params.URI, res.RequestState)}
 		}
 		if raw, err := json.Marshal(res); err == nil {
 			o.result = raw
@@ -334,6 +414,50 @@ func (c *client) readResource(server, name string) mcp.ResourceHandler {
 		}
 		return res, nil
 	}
+}
+
+// roundConn returns the upstream session a prompts/get or resources/read
+// from ss goes over: server's multi-round-trip one when both ss's client
+// and the upstream speak that revision (multi is then true), else the
+// upstream's usual one.
+func (l *Loop) roundConn(ctx context.Context, ss *mcp.ServerSession, server string, p principal.Principal) (conn *upstream.Conn, multi bool, err error) {
+	if conn, err = l.connFor(ctx, l.servers[server], p); err != nil {
+		return nil, false, err
+	}
+	if ss == nil || !multiRoundTrip(ss) {
+		return conn, false, nil
+	}
+	m, err := conn.MultiRoundTrip(ctx)
+	switch {
+	case err == nil:
+		return m, true, nil
+	case errors.Is(err, upstream.ErrNoMultiRoundTrip):
+		return conn, false, nil
+	}
+	return nil, false, err
+}
+
+// openRound returns the upstream's request state inside a client's state
+// ("" when the client sent none), or refuses the round.
+func (c *client) openRound(ctx context.Context, o *outcome, method, name, state string) (string, error) {
+	if state == "" {
+		return "", nil
+	}
+	inner, ok := c.l.rounds.open(c.p, method, name, state)
+	if !ok {
+		return "", c.refuseRound(ctx, o)
+	}
+	return inner, nil
+}
+
+// refuseRound records and answers a round whose request state the gateway
+// did not issue for it.
+func (c *client) refuseRound(ctx context.Context, o *outcome) error {
+	o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GateRouting, "bad-request-state", "the request state was not issued for this request"
+	if !c.l.record(ctx, c, o) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialPrefix + ReasonLedger}
+	}
+	return errBadState()
 }
 
 // forwardFailed records a failed prompts/get or resources/read and returns
@@ -392,7 +516,11 @@ func (c *client) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	p.Ref, p.Meta = &ref, hopMeta(p.Meta)
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[server]))
 	defer cancel()
-	return l.servers[server].conn.Complete(upstream.WithDownstream(ctx, &callDown{ss: req.Session, ctx: ctx}), &p)
+	conn, err := l.connFor(ctx, l.servers[server], c.p)
+	if err != nil {
+		return nil, err
+	}
+	return conn.Complete(upstream.WithDownstream(ctx, &callDown{ss: req.Session, ctx: ctx}), &p)
 }
 
 // subscribe forwards resources/subscribe to the server that owns the URI.
@@ -422,7 +550,11 @@ func (c *client) resourceSession(ctx context.Context, uri string) (*mcp.ClientSe
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.l.cfg.TimeoutOr(c.l.cfg.Servers[e.server]))
 	defer cancel()
-	return c.l.servers[e.server].conn.Session(ctx)
+	conn, err := c.l.connFor(ctx, c.l.servers[e.server], c.p)
+	if err != nil {
+		return nil, err
+	}
+	return conn.Session(ctx)
 }
 
 // hopMeta returns the _meta to forward upstream: the client's own keys and

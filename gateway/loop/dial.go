@@ -18,7 +18,7 @@ func Spec(f *config.File, name string, connect func(context.Context) (mcp.Transp
 	if !ok {
 		return upstream.Spec{}, fmt.Errorf("loop: no server %q in the configuration", name)
 	}
-	spec := upstream.Spec{Name: name, Timeout: f.TimeoutOr(s), Args: s.Args}
+	spec := upstream.Spec{Name: name, Timeout: f.TimeoutOr(s), Args: s.Args, ProtocolVersion: s.Protocol}
 	switch s.Kind {
 	case config.KindReview:
 		if connect == nil {
@@ -63,6 +63,9 @@ func StandardDialer(f *config.File, base upstream.Deps, inProcess map[string]fun
 		}
 		deps := base
 		deps.Events = ev
+		if f.Servers[name].AllowPrivate && deps.Guard != nil {
+			deps.Guard = deps.Guard.WithPrivate()
+		}
 		c, err := upstream.New(ctx, spec, deps)
 		if err != nil {
 			return nil, err

@@ -18,7 +18,20 @@
 //     record under context.WithoutCancel; a failed append replaces whatever
 //     the call produced with the denial "audit ledger unavailable".
 //   - A denial is a tool result with isError and "bastion denied: <reason>",
-//     never a protocol error; an unknown tool name is a denial too.
+//     never a protocol error; an unknown tool name is a denial too. The one
+//     protocol error of the gateway's own is a request state it did not
+//     issue to that principal for that name (invalid params, as an upstream
+//     answers a state it cannot verify), recorded like a denial.
+//   - The protocol passes through on both revisions: a 2025-11-25 client is
+//     asked the upstream's questions during its call; a 2026-07-28 client
+//     gets the upstream's input-required results with their own keys over
+//     the upstream's 2026-07-28 session (upstream.Conn.MultiRoundTrip), its
+//     capabilities reach the upstream, and the upstream's request state is
+//     sealed to the caller, the method and the name (rounds.go). An upstream
+//     that speaks only 2025-11-25 reaches such a client through the bridge
+//     (mrtr.go). Each round is a governed, recorded request of its own.
+//   - A server in Deps.ForPrincipal is called over a session of the caller's
+//     own, never over one that acts for someone else (principals.go).
 //   - Clients share no protocol state: NewServer builds a fresh *mcp.Server
 //     per client, filled only with what that principal may see.
 //   - The call path holds no lock shared between upstreams: the catalog is an
@@ -49,6 +62,7 @@ import (
 	"github.com/bastion-mcp/bastion/gateway/pin"
 	"github.com/bastion-mcp/bastion/gateway/policy"
 	"github.com/bastion-mcp/bastion/gateway/ratelimit"
+	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
@@ -80,6 +94,11 @@ type Deps struct {
 	Version string
 	// PageSize bounds list pages; zero means the SDK's default.
 	PageSize int
+	// ForPrincipal names in-process servers that act for the principal of
+	// their session: a call made for p goes over a session this function
+	// connects for p, opened on first use and closed when idle. Listing
+	// still uses the shared session Dial opened.
+	ForPrincipal map[string]func(ctx context.Context, p principal.Principal) (mcp.Transport, error)
 }
 
 // Loop is the gateway. Create it with New; it is safe for concurrent use.
@@ -102,6 +121,7 @@ type Loop struct {
 	cat     atomic.Pointer[catalog] // the live merged catalog
 	rebuild sync.Mutex              // serializes catalog rebuilds (never held by calls)
 
+	rounds   roundKey // seals the request states of upstream rounds
 	bridges  sync.Map // request state → *bridge, for multi-round-trip clients
 	awaiting sync.Map // principal and server → *bridge waiting for answers
 
@@ -120,6 +140,7 @@ type serverState struct {
 	ns   string // client-facing namespace
 	bare bool   // names are served unprefixed
 	conn *upstream.Conn
+	perP *principalConns // calls per principal (Deps.ForPrincipal), or nil
 
 	refresh sync.Mutex // serializes re-listing this server
 
@@ -160,6 +181,9 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 		l.version = "0"
 	}
 	var err error
+	if l.rounds, err = newRoundKey(); err != nil {
+		return nil, err
+	}
 	if l.policy, err = policy.New(cfg); err != nil {
 		return nil, err
 	}
@@ -204,6 +228,13 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 			return fail(fmt.Errorf("loop: server %s: %w", name, err))
 		}
 		s.conn = conn
+		if connect := deps.ForPrincipal[name]; connect != nil {
+			s.perP = &principalConns{
+				name: name, timeout: cfg.TimeoutOr(cfg.Servers[name]), connect: connect,
+				deps:  upstream.Deps{Logger: l.log, Events: logsOnly{events{l}}},
+				conns: map[principalKey]*principalConn{},
+			}
+		}
 		l.servers[name] = s
 	}
 	if l.met, err = newMetrics(deps.Metrics, l); err != nil {
@@ -242,8 +273,17 @@ func pinOptions(c config.Pin) pin.Options {
 // Close closes every upstream. Clients' servers stop answering calls.
 func (l *Loop) Close() error {
 	l.closing.Store(true)
+	// Bridged calls waiting for a client's answers end now, not at their
+	// deadline: nobody will answer them.
+	l.bridges.Range(func(_, v any) bool {
+		v.(*bridge).cancel()
+		return true
+	})
 	var errs []error
 	for _, s := range l.servers {
+		if s.perP != nil {
+			s.perP.close()
+		}
 		if s.conn != nil {
 			errs = append(errs, s.conn.Close())
 		}

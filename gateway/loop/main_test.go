@@ -78,7 +78,9 @@ type bundle struct {
 type setupOpts struct {
 	base      upstream.Deps
 	inProcess map[string]func(context.Context) (mcp.Transport, error)
-	approvals loop.Approvals
+	// forPrincipal is loop.Deps.ForPrincipal.
+	forPrincipal map[string]func(context.Context, principal.Principal) (mcp.Transport, error)
+	approvals    loop.Approvals
 }
 
 // setup parses toml (with %BIN% and %WASM% replaced by the test server's
@@ -107,10 +109,11 @@ func setup(t *testing.T, toml string, o setupOpts) *bundle {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	l, err := loop.New(ctx, cfg, loop.Deps{
-		Dial:      loop.StandardDialer(cfg, o.base, o.inProcess),
-		Ledger:    led,
-		Metrics:   reg,
-		Approvals: o.approvals,
+		Dial:         loop.StandardDialer(cfg, o.base, o.inProcess),
+		Ledger:       led,
+		Metrics:      reg,
+		Approvals:    o.approvals,
+		ForPrincipal: o.forPrincipal,
 	})
 	if err != nil {
 		t.Fatalf("loop.New: %v", err)

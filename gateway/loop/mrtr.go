@@ -170,7 +170,7 @@ func (d *bridgeDown) NotifyProgress(ctx context.Context, p *mcp.ProgressNotifica
 
 // bridged starts the upstream call in the background and answers this
 // request with its result or its first round of questions.
-func (l *Loop) bridged(ctx context.Context, c *client, ss *mcp.ServerSession, s *serverState, a *gateway.CallArgs, o *outcome, up *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+func (l *Loop) bridged(ctx context.Context, c *client, ss *mcp.ServerSession, conn *upstream.Conn, a *gateway.CallArgs, o *outcome, up *mcp.CallToolParams) (*mcp.CallToolResult, error) {
 	b := &bridge{
 		key: c.p.Tenant() + "\x00" + c.p.ID() + "\x00" + a.Server, tenant: c.p.Tenant(), id2: c.p.ID(), name: a.Name,
 		asks: make(chan *ask), done: make(chan bridgeResult, 1), fin: make(chan struct{}), open: map[string]*ask{},
@@ -195,7 +195,7 @@ func (l *Loop) bridged(ctx context.Context, c *client, ss *mcp.ServerSession, s 
 	uctx = upstream.WithDownstream(uctx, d)
 	go func() {
 		defer cancel()
-		res, err := s.conn.CallTool(uctx, up)
+		res, err := conn.CallTool(uctx, up)
 		close(b.fin)
 		res, err = l.finish(uctx, c, a, o, res, err)
 		b.done <- bridgeResult{res, err}
