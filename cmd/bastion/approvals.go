@@ -3,13 +3,12 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/bastion-mcp/bastion/audit"
+	"github.com/bastion-mcp/bastion/app"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/loop"
 )
@@ -30,16 +29,11 @@ func newApprovalsCmd() *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		if cfg.Approvals.File != "" {
-			return loop.NewFileApprovals(cfg.Approvals.File), nil
+		paths, err := app.ResolveGatewayPaths(cfg, nil)
+		if err != nil {
+			return nil, err
 		}
-		dir := cfg.Audit.Dir
-		if dir == "" {
-			if dir, err = audit.DefaultDir(os.Getenv); err != nil {
-				return nil, err
-			}
-		}
-		return loop.NewFileApprovals(filepath.Join(filepath.Dir(dir), "approvals.json")), nil
+		return loop.NewFileApprovals(paths.Approvals), nil
 	}
 	var all bool
 	list := &cobra.Command{

@@ -7,25 +7,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/bastion-mcp/bastion/app"
-	"github.com/bastion-mcp/bastion/audit"
 	"github.com/bastion-mcp/bastion/edge"
-	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/gateway/config"
-	"github.com/bastion-mcp/bastion/gateway/loop"
-	"github.com/bastion-mcp/bastion/gateway/pin"
 	"github.com/bastion-mcp/bastion/principal"
-	"github.com/bastion-mcp/bastion/upstream"
 )
 
 type gatewayFlags struct {
@@ -50,7 +42,10 @@ every outcome is appended to the audit ledger ([audit] dir, default
 $XDG_DATA_HOME/bastion/audit); a call the ledger cannot record is refused.
 Parked calls wait in [approvals] file for ` + "`bastion approvals`" + `; tool
 pins live in [pins] file (default pins.json beside the audit directory) and a
-drifted tool stays hidden until ` + "`bastion pin approve`" + `.`,
+drifted tool stays hidden until ` + "`bastion pin approve`" + `.
+
+This command serves without authentication, so only on loopback; to serve
+the gateway to remote agents with tokens, use ` + "`bastion serve --gateway FILE`" + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
@@ -78,79 +73,35 @@ func runGateway(ctx context.Context, f gatewayFlags, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	dir := cfg.Audit.Dir
-	if dir == "" {
-		if dir, err = audit.DefaultDir(os.Getenv); err != nil {
+	if !f.stdio {
+		if err := edge.CheckBind(f.addr, false); err != nil {
 			return err
 		}
-	}
-	led, err := audit.Open(dir, audit.Options{
-		MaxFileBytes:       int64(cfg.Audit.MaxFileMB) << 20,
-		CheckpointEvery:    cfg.Audit.CheckpointEvery,
-		CheckpointInterval: time.Duration(cfg.Audit.CheckpointInterval),
-		KeyFile:            cfg.Audit.KeyFile,
-	})
-	if err != nil {
-		return err
-	}
-	defer led.Close()
-	approvalsFile := cfg.Approvals.File
-	if approvalsFile == "" {
-		approvalsFile = filepath.Join(filepath.Dir(dir), "approvals.json")
-	}
-	pins := pin.NewFileStore(pinsFile(cfg, dir))
-
-	inProcess := map[string]func(context.Context) (mcp.Transport, error){}
-	for name, s := range cfg.Servers {
-		if s.Kind != config.KindReview {
-			continue
-		}
-		a, err := app.Open(ctx, app.Config{DataDir: f.dataDir, Logger: log})
-		if err != nil {
-			return err
-		}
-		if err := a.Start(ctx); err != nil {
-			a.Close(context.Background())
-			return err
-		}
-		defer a.Close(context.Background())
-		// The review server sees every gateway client as the local
-		// operator: the upstream session is shared, so per-client
-		// identity does not cross it (yet).
-		inProcess[name] = func(ctx context.Context) (mcp.Transport, error) {
-			st, ct := mcp.NewInMemoryTransports()
-			if _, err := a.MCPServer(principal.Local()).Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-				return nil, err
+		if f.adminAddr != "" {
+			if err := edge.CheckAdminBind(f.adminAddr, false); err != nil {
+				return err
 			}
-			return ct, nil
 		}
-		break // one review server per process
 	}
-
-	reg := prometheus.NewRegistry()
-	guard := egress.NewGuard(egress.Policy{Logger: log}, net.DefaultResolver)
-	l, err := loop.New(ctx, cfg, loop.Deps{
-		Dial:      loop.StandardDialer(cfg, upstream.Deps{Logger: log, Guard: guard}, inProcess),
-		Ledger:    led,
-		Approvals: loop.NewFileApprovals(approvalsFile),
-		PinStore:  pins,
-		Metrics:   reg,
-		Logger:    log,
-		Version:   version,
+	g, err := app.OpenGateway(ctx, cfg, app.GatewayOptions{
+		ReviewConfig: app.Config{DataDir: f.dataDir, Logger: log},
+		Logger:       log,
+		Version:      version,
 	})
 	if err != nil {
 		return err
 	}
-	defer l.Close()
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), app.StopGrace)
+		defer cancel()
+		g.Close(stopCtx)
+	}()
 
 	if f.stdio {
-		log.Info("bastion gateway: serving on stdio", "servers", len(cfg.Servers), "audit", dir)
-		return l.NewServer(ctx, principal.Local()).Run(ctx, &mcp.StdioTransport{})
+		log.Info("bastion gateway: serving on stdio", "servers", len(cfg.Servers), "audit", g.Paths.AuditDir)
+		return g.NewServer(ctx, principal.Local()).Run(ctx, &mcp.StdioTransport{})
 	}
-	if err := edge.CheckBind(f.addr, false); err != nil {
-		return err
-	}
-	e, err := edge.New(edge.Options{Enabled: true, BindAddr: f.addr, Registry: reg, Logger: log}, l.NewServer)
+	e, err := edge.New(edge.Options{Enabled: true, BindAddr: f.addr, Registry: g.Registry, Rejected: g.EdgeRejected, Logger: log}, g.NewServer)
 	if err != nil {
 		return err
 	}
@@ -160,13 +111,10 @@ func runGateway(ctx context.Context, f gatewayFlags, stdout, stderr io.Writer) e
 	}
 	srv := edge.NewServer(f.addr, e, edge.Timeouts{})
 	fmt.Fprintf(stdout, "http://%s%s\n", ln.Addr(), edge.DefaultPath)
-	log.Info("bastion gateway: serving", "addr", ln.Addr().String(), "servers", len(cfg.Servers), "audit", dir)
+	log.Info("bastion gateway: serving", "addr", ln.Addr().String(), "servers", len(cfg.Servers), "audit", g.Paths.AuditDir)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	if f.adminAddr != "" {
-		if err := edge.CheckAdminBind(f.adminAddr, false); err != nil {
-			return err
-		}
 		admin := edge.NewServer(f.adminAddr, e.AdminHandler(), edge.Timeouts{})
 		go func() { errc <- admin.ListenAndServe() }()
 		defer admin.Close()

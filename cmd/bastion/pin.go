@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -18,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bastion-mcp/bastion/app"
-	"github.com/bastion-mcp/bastion/audit"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/loop"
@@ -26,15 +23,6 @@ import (
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
-
-// pinsFile is the pins file the gateway and `bastion pin` share: [pins]
-// file, or pins.json beside the audit directory (as approvals.json is).
-func pinsFile(cfg *config.File, auditDir string) string {
-	if cfg.Pins.File != "" {
-		return cfg.Pins.File
-	}
-	return filepath.Join(filepath.Dir(auditDir), "pins.json")
-}
 
 type pinFlags struct {
 	config  string
@@ -52,13 +40,11 @@ func (f *pinFlags) load() (*config.File, *pin.FileStore, error) {
 	if f.file != "" {
 		return cfg, pin.NewFileStore(f.file), nil
 	}
-	dir := cfg.Audit.Dir
-	if dir == "" {
-		if dir, err = audit.DefaultDir(os.Getenv); err != nil {
-			return nil, nil, err
-		}
+	paths, err := app.ResolveGatewayPaths(cfg, nil)
+	if err != nil {
+		return nil, nil, err
 	}
-	return cfg, pin.NewFileStore(pinsFile(cfg, dir)), nil
+	return cfg, pin.NewFileStore(paths.Pins), nil
 }
 
 func newPinCmd() *cobra.Command {

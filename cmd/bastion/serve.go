@@ -13,6 +13,7 @@ import (
 	"github.com/bastion-mcp/bastion/auth"
 	"github.com/bastion-mcp/bastion/edge"
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/principal"
 )
 
@@ -29,7 +30,8 @@ type serveFlags struct {
 	unsafeOwnerRole         bool
 	resource, issuer        string
 	jwksURL, audience       string
-	tenantClaim             string
+	tenantClaim, rolesClaim string
+	gateway                 string
 	jwksAllowPrivate        bool
 	allowedHosts            []string
 	allowedOrigins          []string
@@ -62,6 +64,13 @@ State: SQLite in --data-dir by default; --database-url puts it on PostgreSQL
 so several replicas share jobs (serve as a role that owns no table and
 migrate with --migrate-url as the owner). --no-workers serves the API only.
 
+Gateway: --gateway FILE (a bastion.toml) serves the governing gateway on
+the MCP path instead of the design-review tools alone: its upstreams, policy
+(scopes and, from a JWT's --roles-claim, roles), approvals, pins, rate
+limits, inspection and audit ledger, for the authenticated principal. A
+[server.NAME] kind = "review" is this server's design-review service, called
+as that principal. Every refusal of the HTTP edge is recorded in the ledger.
+
 --dev (loopback only) creates a token for tenant "dev" with every scope and
 prints it once on stderr with the URL.`,
 		Args: cobra.NoArgs,
@@ -89,6 +98,8 @@ prints it once on stderr with the URL.`,
 	fl.StringVar(&f.jwksURL, "jwks-url", "", "the issuer's JWKS URL")
 	fl.StringVar(&f.audience, "audience", "", "required aud (default --resource)")
 	fl.StringVar(&f.tenantClaim, "tenant-claim", auth.DefaultTenantClaim, "JWT claim naming the tenant")
+	fl.StringVar(&f.rolesClaim, "roles-claim", auth.DefaultRolesClaim, "JWT claim naming the caller's roles, for the gateway's policy (personal access tokens carry none)")
+	fl.StringVar(&f.gateway, "gateway", "", "serve the governing gateway configured in this bastion.toml on the MCP path")
 	fl.BoolVar(&f.jwksAllowPrivate, "jwks-allow-private", false, "tests and local development only: fetch the JWKS from a loopback/private issuer")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "accepted Host values (default loopback names)")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "accepted browser Origins (default same-origin)")
@@ -129,13 +140,20 @@ func (f serveFlags) run(ctx context.Context, stderr io.Writer) error {
 		Addr: f.addr, AdminAddr: f.adminAddr, AdminPublic: f.adminPublic, Path: f.path,
 		AllowedHosts: f.allowedHosts, AllowedOrigins: f.allowedOrigins, TrustedProxy: f.trustedProxy,
 		Resource: f.resource, Issuer: f.issuer, JWKSURL: f.jwksURL, Audience: f.audience,
-		TenantClaim: f.tenantClaim, JWKSAllowPrivate: f.jwksAllowPrivate,
+		TenantClaim: f.tenantClaim, RolesClaim: f.rolesClaim, JWKSAllowPrivate: f.jwksAllowPrivate,
 		UnsafeNoAuth: f.unsafeNoAuth, DevPrincipal: devP,
 		Off:            func() bool { return os.Getenv("BASTION_MCP") == "off" },
 		AgentAccessOff: f.agentAccessOff,
 		Listening: func(mcpURL, adminAddr string) {
 			fmt.Fprintf(stderr, "bastion serve: listening on %s (metrics on %s)\n", mcpURL, adminAddr)
 		},
+	}
+	if f.gateway != "" {
+		gc, err := config.Load(f.gateway)
+		if err != nil {
+			return fault.Wrap(err, fault.InvalidArgument, "bad --gateway configuration: %v", err)
+		}
+		sc.Gateway, sc.Version = gc, version
 	}
 	if f.dev || f.unsafeNoAuth {
 		if err := edge.CheckBind(f.addr, false); err != nil {

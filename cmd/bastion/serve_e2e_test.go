@@ -33,13 +33,14 @@ type served struct {
 	cmd      *exec.Cmd
 	mcpURL   string // http://127.0.0.1:port/mcp
 	base     string // http://127.0.0.1:port
+	admin    string // the metrics listener's host:port, "" when disabled
 	token    string // the --dev token, if any
 	clientID string // River client id, from its log
 	exited   chan struct{}
 }
 
 var (
-	listeningRe = regexp.MustCompile(`listening on (http://\S+)`)
+	listeningRe = regexp.MustCompile(`listening on (http://\S+) \(metrics on (\S*)\)`)
 	devTokenRe  = regexp.MustCompile(`BASTION_TOKEN=(bst_\S+)`)
 	riverIDRe   = regexp.MustCompile(`River client started" client_id=(\S+)`)
 )
@@ -79,7 +80,7 @@ func startServe(t *testing.T, name string, env []string, args ...string) *served
 				s.clientID = m[1]
 			}
 			if m := listeningRe.FindStringSubmatch(line); m != nil {
-				s.mcpURL = m[1]
+				s.mcpURL, s.admin = m[1], m[2]
 				s.base = strings.TrimSuffix(m[1], "/mcp")
 				once.Do(func() { close(ready) })
 			}

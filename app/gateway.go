@@ -1,0 +1,234 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bastion-mcp/bastion/audit"
+	"github.com/bastion-mcp/bastion/egress"
+	"github.com/bastion-mcp/bastion/gateway/config"
+	"github.com/bastion-mcp/bastion/gateway/loop"
+	"github.com/bastion-mcp/bastion/gateway/pin"
+	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/upstream"
+)
+
+// GatewayPaths are the files the gateway keeps besides its configuration.
+type GatewayPaths struct {
+	// AuditDir is the ledger directory: [audit] dir, default
+	// $XDG_DATA_HOME/bastion/audit.
+	AuditDir string
+	// Approvals is [approvals] file, default approvals.json beside AuditDir.
+	Approvals string
+	// Pins is [pins] file, default pins.json beside AuditDir.
+	Pins string
+}
+
+// ResolveGatewayPaths applies the defaults to cfg's paths; getenv (nil
+// means os.Getenv) supplies XDG_DATA_HOME and HOME.
+func ResolveGatewayPaths(cfg *config.File, getenv func(string) string) (GatewayPaths, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	p := GatewayPaths{AuditDir: cfg.Audit.Dir, Approvals: cfg.Approvals.File, Pins: cfg.Pins.File}
+	if p.AuditDir == "" {
+		d, err := audit.DefaultDir(getenv)
+		if err != nil {
+			return GatewayPaths{}, err
+		}
+		p.AuditDir = d
+	}
+	if p.Approvals == "" {
+		p.Approvals = filepath.Join(filepath.Dir(p.AuditDir), "approvals.json")
+	}
+	if p.Pins == "" {
+		p.Pins = filepath.Join(filepath.Dir(p.AuditDir), "pins.json")
+	}
+	return p, nil
+}
+
+// GatewayOptions are what a command decides about the gateway composition.
+// The zero value (plus a Logger) opens the review App itself when the
+// configuration has a kind = "review" server.
+type GatewayOptions struct {
+	// Review serves the configuration's kind = "review" servers. Nil means
+	// OpenGateway opens an App with ReviewConfig (only if one is
+	// configured), starts its workers, and Close closes it.
+	Review       *App
+	ReviewConfig Config
+	// Registry receives the gateway's metrics; the edge serving the gateway
+	// registers its own on it too, so one /metrics shows both. Nil means a
+	// new registry (Gateway.Registry).
+	Registry *prometheus.Registry
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Version is the gateway's serverInfo version.
+	Version string
+}
+
+// Gateway is the composed governing gateway: the loop over every configured
+// upstream, with its audit ledger, approvals and pins. Create it with
+// OpenGateway, serve it with NewServer (one *mcp.Server per client, as
+// edge.NewServerFunc wants), and Close it.
+type Gateway struct {
+	Loop     *loop.Loop
+	Ledger   *audit.Ledger
+	Paths    GatewayPaths
+	Registry *prometheus.Registry
+
+	log    *slog.Logger
+	review *App // opened by OpenGateway, closed by Close; nil otherwise
+}
+
+// listerPrincipal is the identity of the one review session the loop shares
+// between clients for listing. It holds no scope, so a call that ever
+// reached that session instead of the caller's own would be refused by
+// review.Service, not made as somebody else.
+func listerPrincipal() principal.Principal {
+	p, _ := principal.New("bastion-gateway", "catalog-lister")
+	return p
+}
+
+// OpenGateway opens the ledger, the approvals queue and the pins file named
+// by cfg, connects every configured upstream, and builds the loop. The
+// configuration's kind = "review" servers are o.Review's design-review
+// server (or an App opened here), reached in-process: each principal's
+// calls go over its own session made as that principal, so the review
+// server enforces the caller's tenant and scopes, never a shared identity.
+func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gateway, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	paths, err := ResolveGatewayPaths(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{Paths: paths, Registry: o.Registry, log: log}
+	if g.Registry == nil {
+		g.Registry = prometheus.NewRegistry()
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			g.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	g.Ledger, err = audit.Open(paths.AuditDir, audit.Options{
+		MaxFileBytes:       int64(cfg.Audit.MaxFileMB) << 20,
+		CheckpointEvery:    cfg.Audit.CheckpointEvery,
+		CheckpointInterval: time.Duration(cfg.Audit.CheckpointInterval),
+		KeyFile:            cfg.Audit.KeyFile,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	shared := map[string]func(context.Context) (mcp.Transport, error){}
+	perPrincipal := map[string]func(context.Context, principal.Principal) (mcp.Transport, error){}
+	for name, s := range cfg.Servers {
+		if s.Kind != config.KindReview {
+			continue
+		}
+		a := o.Review
+		if a == nil {
+			if g.review == nil {
+				rc := o.ReviewConfig
+				if rc.Logger == nil {
+					rc.Logger = log
+				}
+				if g.review, err = Open(ctx, rc); err != nil {
+					return nil, err
+				}
+				if err := g.review.Start(ctx); err != nil {
+					return nil, err
+				}
+			}
+			a = g.review
+		}
+		connect := inProcess(a)
+		shared[name] = func(ctx context.Context) (mcp.Transport, error) { return connect(ctx, listerPrincipal()) }
+		perPrincipal[name] = connect
+	}
+
+	guard := egress.NewGuard(egress.Policy{Logger: log}, net.DefaultResolver)
+	g.Loop, err = loop.New(ctx, cfg, loop.Deps{
+		Dial:         loop.StandardDialer(cfg, upstream.Deps{Logger: log, Guard: guard}, shared),
+		ForPrincipal: perPrincipal,
+		Ledger:       g.Ledger,
+		Approvals:    loop.NewFileApprovals(paths.Approvals),
+		PinStore:     pin.NewFileStore(paths.Pins),
+		Metrics:      g.Registry,
+		Logger:       log,
+		Version:      o.Version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return g, nil
+}
+
+// inProcess connects a fresh design-review server session over in-memory
+// transports, made as p. The session outlives ctx (the loop closes it).
+func inProcess(a *App) func(context.Context, principal.Principal) (mcp.Transport, error) {
+	return func(ctx context.Context, p principal.Principal) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := a.MCPServer(p).Connect(context.WithoutCancel(ctx), st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+}
+
+// NewServer returns a fresh gateway server for one client acting as p; it
+// is an edge.NewServerFunc.
+func (g *Gateway) NewServer(ctx context.Context, p principal.Principal) *mcp.Server {
+	return g.Loop.NewServer(ctx, p)
+}
+
+// EdgeRejected appends one ledger record for a request the HTTP edge
+// refused (an edge.Options.Rejected observer): decision edge_rejected, rule
+// "edge:REASON", the principal when one was authenticated, the status in
+// the reason, and nothing of the request's body. The refusal stands whether
+// or not the record could be written; a failed append is logged.
+func (g *Gateway) EdgeRejected(ctx context.Context, _ *http.Request, status int, reason string) {
+	p, _ := principal.FromContext(ctx)
+	_, err := g.Ledger.Append(context.WithoutCancel(ctx), audit.Entry{
+		Principal: p,
+		Method:    "http",
+		Decision:  audit.EdgeRejected,
+		Rule:      "edge:" + reason,
+		Reason:    fmt.Sprintf("%d %s", status, http.StatusText(status)),
+	})
+	if err != nil {
+		g.log.Error("gateway: the audit ledger could not record an edge rejection", "reason", reason, "status", status, "err", err)
+	}
+}
+
+// Close closes the loop (and with it every upstream), the ledger (sealing
+// it with a final checkpoint), then the review App if OpenGateway opened
+// it, stopping its workers within ctx.
+func (g *Gateway) Close(ctx context.Context) error {
+	var errs []error
+	if g.Loop != nil {
+		errs = append(errs, g.Loop.Close())
+	}
+	if g.Ledger != nil {
+		errs = append(errs, g.Ledger.Close())
+	}
+	if g.review != nil {
+		errs = append(errs, g.review.Close(ctx))
+	}
+	return errors.Join(errs...)
+}
