@@ -171,6 +171,9 @@ func (c Change) String() string {
 type Events interface {
 	Changed(ctx context.Context, server string, c Change)
 	Log(ctx context.Context, server string, p *mcp.LoggingMessageParams)
+	// Updated reports notifications/resources/updated for a resource the
+	// gateway subscribed to on this upstream.
+	Updated(ctx context.Context, server string, p *mcp.ResourceUpdatedNotificationParams)
 }
 
 // Downstream is the client a call is made for: where the upstream's
@@ -368,6 +371,7 @@ func New(ctx context.Context, spec Spec, deps Deps) (*Conn, error) {
 		PromptListChangedHandler:    func(ctx context.Context, _ *mcp.PromptListChangedRequest) { c.changed(ctx, PromptsChanged) },
 		ResourceListChangedHandler:  func(ctx context.Context, _ *mcp.ResourceListChangedRequest) { c.changed(ctx, ResourcesChanged) },
 		LoggingMessageHandler:       c.onLog,
+		ResourceUpdatedHandler:      c.onUpdated,
 		ProgressNotificationHandler: c.onProgress,
 	})
 	c.client.AddReceivingMiddleware(c.serverRequests)
@@ -836,6 +840,12 @@ func (c *Conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	}
 }
 
+func (c *Conn) onUpdated(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+	if c.deps.Events != nil && req.Params != nil {
+		c.deps.Events.Updated(ctx, c.spec.Name, req.Params)
+	}
+}
+
 func (c *Conn) onProgress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 	tok, ok := req.Params.ProgressToken.(string)
 	if !ok {
@@ -982,6 +992,21 @@ func (c *Conn) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.GetP
 		return err
 	})
 	return res, err
+}
+
+// Subscribe asks the upstream for notifications/resources/updated about
+// uri (delivered to Events.Updated).
+func (c *Conn) Subscribe(ctx context.Context, uri string) error {
+	return c.do(ctx, "resources/subscribe", func(ctx context.Context, s *mcp.ClientSession) error {
+		return s.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	})
+}
+
+// Unsubscribe ends a subscription to uri.
+func (c *Conn) Unsubscribe(ctx context.Context, uri string) error {
+	return c.do(ctx, "resources/unsubscribe", func(ctx context.Context, s *mcp.ClientSession) error {
+		return s.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
 }
 
 // Complete asks for argument completions.

@@ -28,6 +28,8 @@ func (e *events) Changed(_ context.Context, _ string, c upstream.Change) {
 
 func (e *events) Log(context.Context, string, *mcp.LoggingMessageParams) {}
 
+func (e *events) Updated(context.Context, string, *mcp.ResourceUpdatedNotificationParams) {}
+
 func (e *events) wait(t testing.TB, want upstream.Change) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -524,37 +525,88 @@ func (c *client) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 }
 
 // subscribe forwards resources/subscribe to the server that owns the URI.
-// (Updates the upstream then sends are not yet relayed: upstream.Conn has
-// no handler for notifications/resources/updated.)
+// The gateway holds one upstream subscription per session and URI however
+// many clients ask for it (the session may be shared), and relays the
+// upstream's updates to the clients that subscribed (events.Updated).
 func (c *client) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	sess, err := c.resourceSession(ctx, req.Params.URI)
+	conn, err := c.resourceConn(ctx, req.Params.URI)
 	if err != nil {
 		return err
 	}
-	return sess.Subscribe(ctx, &mcp.SubscribeParams{URI: req.Params.URI})
+	return c.l.subs.change(ctx, conn, req.Params.URI, +1)
 }
 
-// unsubscribe forwards resources/unsubscribe.
+// unsubscribe forwards resources/unsubscribe once no client of that
+// upstream session still wants the URI.
 func (c *client) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	sess, err := c.resourceSession(ctx, req.Params.URI)
+	conn, err := c.resourceConn(ctx, req.Params.URI)
 	if err != nil {
 		return err
 	}
-	return sess.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: req.Params.URI})
+	return c.l.subs.change(ctx, conn, req.Params.URI, -1)
 }
 
-func (c *client) resourceSession(ctx context.Context, uri string) (*mcp.ClientSession, error) {
+// subscriptions counts the clients subscribed to each URI on each upstream
+// session. Each count has its own lock, held across the upstream request
+// so the count and the upstream agree; no lock spans two URIs or two
+// upstreams.
+type subscriptions struct {
+	mu sync.Mutex // guards n (not the counts)
+	n  map[subKey]*subCount
+}
+
+type subKey struct {
+	conn *upstream.Conn
+	uri  string
+}
+
+type subCount struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (s *subscriptions) change(ctx context.Context, conn *upstream.Conn, uri string, d int) error {
+	k := subKey{conn, uri}
+	s.mu.Lock()
+	if s.n == nil {
+		s.n = map[subKey]*subCount{}
+	}
+	sc := s.n[k]
+	if sc == nil {
+		// Kept at zero afterwards: bounded by the catalog's resources
+		// times the upstream sessions.
+		sc = &subCount{}
+		s.n[k] = sc
+	}
+	s.mu.Unlock()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if d < 0 && sc.n == 0 {
+		return nil // nothing to undo
+	}
+	if (d > 0 && sc.n == 0) || (d < 0 && sc.n == 1) {
+		var err error
+		if d > 0 {
+			err = conn.Subscribe(ctx, uri)
+		} else {
+			err = conn.Unsubscribe(ctx, uri)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	sc.n += d
+	return nil
+}
+
+// resourceConn returns the upstream session that serves uri to c, if c
+// may see it.
+func (c *client) resourceConn(ctx context.Context, uri string) (*upstream.Conn, error) {
 	e, ok := c.l.cat.Load().resources[uri]
 	if !ok || !c.l.nameVisible(c.p, e.server, e.def.Name) {
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.l.cfg.TimeoutOr(c.l.cfg.Servers[e.server]))
-	defer cancel()
-	conn, err := c.l.connFor(ctx, c.l.servers[e.server], c.p)
-	if err != nil {
-		return nil, err
-	}
-	return conn.Session(ctx)
+	return c.l.connFor(ctx, c.l.servers[e.server], c.p)
 }
 
 // hopMeta returns the _meta to forward upstream: the client's own keys and

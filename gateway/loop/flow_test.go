@@ -4,7 +4,9 @@ package loop_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/audit"
 	"github.com/bastion-mcp/bastion/gateway/loop"
+	"github.com/bastion-mcp/bastion/gateway/pin"
 )
 
 // TestApprovalFlow: a call the policy parks returns an approval id and is
@@ -148,6 +151,75 @@ match = ["t__*"]
 		t.Fatalf("approved call: %q", got)
 	}
 	b.verify(t)
+}
+
+// TestPinApprovedElsewhere: an approval written to the pins file by
+// another process, as `bastion pin approve` does (connect the upstream,
+// observe its tools, approve), reaches a running gateway's clients with
+// tools/list_changed, without the upstream re-listing.
+func TestPinApprovedElsewhere(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	desc := filepath.Join(dir, "desc")
+	if err := os.WriteFile(desc, []byte("Echo the text."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pinsFile := filepath.Join(dir, "pins.json")
+	b := setup(t, `
+[server.t]
+kind = "stdio"
+command = "%BIN%"
+env = { TESTMCP_DESCRIPTION_FILE = "`+desc+`" }
+
+[[policy.rule]]
+name = "all"
+action = "allow"
+match = ["t__*"]
+`, setupOpts{pins: pin.NewFileStore(pinsFile)})
+	changed := make(chan struct{}, 1)
+	a := b.connect(t, alice, clientOpts{changed: changed})
+	if err := os.WriteFile(desc, []byte("Echo the text, now differently."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	call(t, a, "t__crash", map[string]any{"code": 1}) // restarted with the new description
+	waitFor(t, changed, "tools/list_changed after the drift")
+	if names := toolNames(t, a); slices.Contains(names, "t__echo") {
+		t.Fatalf("drifted tool still listed: %v", names)
+	}
+
+	// The approver's process: its own connection and its own pin gate on
+	// the same file.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.Command(nativeBin)
+	cmd.Env = []string{"TESTMCP_DESCRIPTION_FILE=" + desc}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "approver", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var defs []json.RawMessage
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, must(json.Marshal(tool)))
+	}
+	approver := pin.New(pin.NewFileStore(pinsFile), pin.Options{Mode: pin.Strict})
+	if _, err := approver.Observe(ctx, "t", defs); err != nil {
+		t.Fatal(err)
+	}
+	if err := approver.Approve(ctx, "t", "echo"); err != nil {
+		t.Fatal(err)
+	}
+
+	waitFor(t, changed, "tools/list_changed after the approval elsewhere")
+	if names := toolNames(t, a); !slices.Contains(names, "t__echo") {
+		t.Fatalf("approved tool not listed: %v", names)
+	}
+	if got, isErr := call(t, a, "t__echo", map[string]any{"text": "hi"}); isErr || got != "hi" {
+		t.Fatalf("approved call: %q", got)
+	}
 }
 
 // TestListChanged: a tool the upstream adds at run time reaches connected

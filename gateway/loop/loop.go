@@ -94,12 +94,19 @@ type Deps struct {
 	Version string
 	// PageSize bounds list pages; zero means the SDK's default.
 	PageSize int
+	// PinRefresh is how often the pins store is re-read, so an approval
+	// made by another process (`bastion pin approve`) reaches running
+	// clients; zero means DefaultPinRefresh, negative never.
+	PinRefresh time.Duration
 	// ForPrincipal names in-process servers that act for the principal of
 	// their session: a call made for p goes over a session this function
 	// connects for p, opened on first use and closed when idle. Listing
 	// still uses the shared session Dial opened.
 	ForPrincipal map[string]func(ctx context.Context, p principal.Principal) (mcp.Transport, error)
 }
+
+// DefaultPinRefresh is how often a Loop re-reads its pins store.
+const DefaultPinRefresh = 2 * time.Second
 
 // Loop is the gateway. Create it with New; it is safe for concurrent use.
 type Loop struct {
@@ -121,14 +128,16 @@ type Loop struct {
 	cat     atomic.Pointer[catalog] // the live merged catalog
 	rebuild sync.Mutex              // serializes catalog rebuilds (never held by calls)
 
-	rounds   roundKey // seals the request states of upstream rounds
-	bridges  sync.Map // request state → *bridge, for multi-round-trip clients
-	awaiting sync.Map // principal and server → *bridge waiting for answers
+	rounds   roundKey      // seals the request states of upstream rounds
+	subs     subscriptions // upstream resource subscriptions
+	bridges  sync.Map      // request state → *bridge, for multi-round-trip clients
+	awaiting sync.Map      // principal and server → *bridge waiting for answers
 
 	clientsMu sync.Mutex // guards clients and swept
 	clients   map[*client]struct{}
 	swept     time.Time
 
+	stop       chan struct{} // closed by Close: background work ends
 	closing    atomic.Bool
 	logsWanted atomic.Bool    // a client set a logging level; upstreams send everything
 	wg         sync.WaitGroup // refreshes in flight
@@ -170,6 +179,7 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 		version:   deps.Version,
 		pageSize:  deps.PageSize,
 		clients:   map[*client]struct{}{},
+		stop:      make(chan struct{}),
 	}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -259,7 +269,43 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 		l.log.Warn("resource URIs offered by several servers; the first server (by key) serves each", "uris", collisions)
 	}
 	l.cat.Store(cat)
+	if every := deps.PinRefresh; every >= 0 {
+		if every == 0 {
+			every = DefaultPinRefresh
+		}
+		l.wg.Add(1)
+		go l.watchPins(every)
+	}
 	return l, nil
+}
+
+// watchPins re-reads the pins store every interval and republishes the
+// catalog when an approval changed, so clients see a re-approved tool (and
+// get tools/list_changed) without waiting for the upstream to re-list.
+func (l *Loop) watchPins(every time.Duration) {
+	defer l.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		changed := false
+		for _, name := range l.order {
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			ch, err := l.pins.Reload(ctx, name)
+			cancel()
+			if err != nil {
+				l.log.Warn("re-reading pins failed; the pins in force stay", "server", name, "err", err)
+			}
+			changed = changed || ch
+		}
+		if changed {
+			l.publish()
+		}
+	}
 }
 
 func pinOptions(c config.Pin) pin.Options {
@@ -272,7 +318,10 @@ func pinOptions(c config.Pin) pin.Options {
 
 // Close closes every upstream. Clients' servers stop answering calls.
 func (l *Loop) Close() error {
-	l.closing.Store(true)
+	if l.closing.Swap(true) {
+		return nil
+	}
+	close(l.stop)
 	// Bridged calls waiting for a client's answers end now, not at their
 	// deadline: nobody will answer them.
 	l.bridges.Range(func(_, v any) bool {
@@ -506,6 +555,25 @@ func (e events) Changed(ctx context.Context, server string, c upstream.Change) {
 		}
 		l.publish()
 	}()
+}
+
+// Updated tells every client that may see the resource; each client's
+// server passes it on to its sessions subscribed to that URI and to no
+// other.
+func (e events) Updated(ctx context.Context, server string, p *mcp.ResourceUpdatedNotificationParams) {
+	l := e.l
+	r, ok := l.cat.Load().resources[p.URI]
+	if !ok || r.server != server {
+		return // not a resource this server is listed as serving
+	}
+	for _, c := range l.liveClients() {
+		if !l.nameVisible(c.p, server, r.def.Name) {
+			continue
+		}
+		if err := c.srv.ResourceUpdated(context.WithoutCancel(ctx), &mcp.ResourceUpdatedNotificationParams{URI: p.URI}); err != nil {
+			l.log.Debug("resource update not relayed", "server", server, "err", err)
+		}
+	}
 }
 
 // Log forwards an upstream's log message to the one client with calls in

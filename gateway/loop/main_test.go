@@ -20,6 +20,7 @@ import (
 	"github.com/bastion-mcp/bastion/audit"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/loop"
+	"github.com/bastion-mcp/bastion/gateway/pin"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
@@ -81,6 +82,7 @@ type setupOpts struct {
 	// forPrincipal is loop.Deps.ForPrincipal.
 	forPrincipal map[string]func(context.Context, principal.Principal) (mcp.Transport, error)
 	approvals    loop.Approvals
+	pins         pin.Store // nil: in memory
 }
 
 // setup parses toml (with %BIN% and %WASM% replaced by the test server's
@@ -114,6 +116,7 @@ func setup(t *testing.T, toml string, o setupOpts) *bundle {
 		Metrics:      reg,
 		Approvals:    o.approvals,
 		ForPrincipal: o.forPrincipal,
+		PinStore:     o.pins,
 	})
 	if err != nil {
 		t.Fatalf("loop.New: %v", err)

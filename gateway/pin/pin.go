@@ -333,6 +333,28 @@ func (g *Gate) Approve(ctx context.Context, srv string, tools ...string) error {
 	return nil
 }
 
+// Reload re-reads srv's approved pins from the store, which another process
+// (`bastion pin approve`) may have changed, and puts them in force. It
+// reports whether they differ from the pins in force before; a server not
+// yet observed is left alone.
+func (g *Gate) Reload(ctx context.Context, srv string) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := (*g.state.Load())[srv]
+	if s == nil {
+		return false, nil
+	}
+	pinned, err := g.store.Load(ctx, srv)
+	if err != nil {
+		return false, fmt.Errorf("pin: load pins of %s: %w", srv, err)
+	}
+	if (pinned == nil) == (s.pinned == nil) && maps.Equal(pinned, s.pinned) {
+		return false, nil
+	}
+	g.publishLocked(srv, &server{pinned: pinned, observed: s.observed})
+	return true, nil
+}
+
 // verdict is the lock-free decision for one tool: rule and reason are empty
 // when the tool may be used.
 func (g *Gate) verdict(srv, tool string) (rule, reason string) {

@@ -313,3 +313,43 @@ func TestParseHash(t *testing.T) {
 		}
 	}
 }
+
+// TestReload: an approval another gate saved to the same store takes
+// effect in this gate at Reload, which says whether anything changed.
+func TestReload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := &MemStore{}
+	running := New(store, Options{Mode: Strict, TOFU: true})
+	if changed, err := running.Reload(ctx, "mock"); err != nil || changed {
+		t.Fatalf("reload of an unobserved server = %v, %v", changed, err)
+	}
+	if _, err := running.Observe(ctx, "mock", raws(echoV1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := running.Observe(ctx, "mock", raws(echoV2)); err != nil {
+		t.Fatal(err)
+	}
+	if d := checkPin(t, running, "echo"); d.Allow {
+		t.Fatal("drifted echo allowed")
+	}
+	if changed, err := running.Reload(ctx, "mock"); err != nil || changed {
+		t.Fatalf("reload with nothing new = %v, %v", changed, err)
+	}
+	approver := New(store, Options{Mode: Strict})
+	if _, err := approver.Observe(ctx, "mock", raws(echoV2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := approver.Approve(ctx, "mock", "echo"); err != nil {
+		t.Fatal(err)
+	}
+	if d := checkPin(t, running, "echo"); d.Allow {
+		t.Fatal("the approval took effect before Reload")
+	}
+	if changed, err := running.Reload(ctx, "mock"); err != nil || !changed {
+		t.Fatalf("reload after an approval = %v, %v", changed, err)
+	}
+	if d := checkPin(t, running, "echo"); !d.Allow {
+		t.Fatalf("approved echo denied after Reload: %+v", d)
+	}
+}
