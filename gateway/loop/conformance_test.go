@@ -29,13 +29,7 @@ func TestConformanceThroughGateway(t *testing.T) {
 		t.Skip("set BASTION_CONFORMANCE=1 to run the MCP conformance suite through the gateway")
 	}
 	fx := mcpfixture.New()
-	inproc := func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := fx.NewServer().Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
+	inproc := inProcess(fx.NewServer)
 	b := setup(t, `
 [server.fixture]
 kind = "review"

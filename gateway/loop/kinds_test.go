@@ -34,13 +34,7 @@ func TestUpstreamKinds(t *testing.T) {
 		Allow:     []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 	}, egress.StaticResolver{"upstream.test": {netip.MustParseAddr("127.0.0.1")}})
 
-	inproc := func(context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := testmcp.New(testmcp.Options{Name: "inproc"}).Connect(context.Background(), st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
+	inproc := inProcess(func() *mcp.Server { return testmcp.New(testmcp.Options{Name: "inproc"}) })
 	b := setup(t, `
 [server.child]
 kind = "stdio"

@@ -125,6 +125,18 @@ func setup(t *testing.T, toml string, o setupOpts) *bundle {
 	return &bundle{loop: l, ledger: led, dir: dir, reg: reg}
 }
 
+// inProcess is the Connect of an in-process upstream: each session is a
+// server from newServer on one end of an in-memory pipe.
+func inProcess(newServer func() *mcp.Server) func(context.Context) (mcp.Transport, error) {
+	return func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := newServer().Connect(context.WithoutCancel(ctx), st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+}
+
 // clientOpts are a test client's handlers for server-to-client requests.
 type clientOpts struct {
 	name     string

@@ -22,11 +22,7 @@ func whoServer(name string) *mcp.Server {
 }
 
 func connectWho(ctx context.Context, name string) (mcp.Transport, error) {
-	st, ct := mcp.NewInMemoryTransports()
-	if _, err := whoServer(name).Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-		return nil, err
-	}
-	return ct, nil
+	return inProcess(func() *mcp.Server { return whoServer(name) })(ctx)
 }
 
 // TestForPrincipal: calls to a server named in Deps.ForPrincipal go over a

@@ -26,13 +26,7 @@ func TestReviewServerInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close(context.Background()) })
-	inproc := func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := a.MCPServer(principal.Local()).Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
+	inproc := inProcess(func() *mcp.Server { return a.MCPServer(principal.Local()) })
 	b := setup(t, `
 [server.review]
 kind = "review"

@@ -28,13 +28,7 @@ import (
 func roundsGateway(t *testing.T) *bundle {
 	t.Helper()
 	fx := mcpfixture.New()
-	inproc := func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := fx.NewServer().Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
+	inproc := inProcess(fx.NewServer)
 	return setup(t, `
 [server.fx]
 kind = "review"

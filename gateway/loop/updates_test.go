@@ -97,13 +97,7 @@ name = "all"
 action = "allow"
 match = ["d__*"]
 `, setupOpts{inProcess: map[string]func(context.Context) (mcp.Transport, error){
-		"d": func(ctx context.Context) (mcp.Transport, error) {
-			st, ct := mcp.NewInMemoryTransports()
-			if _, err := srv.Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-				return nil, err
-			}
-			return ct, nil
-		},
+		"d": inProcess(func() *mcp.Server { return srv }),
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
