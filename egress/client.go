@@ -46,10 +46,14 @@ func (g *Guard) HTTPClient(o ClientOptions) *http.Client {
 		o.MaxRedirects = 0
 	}
 	base := &http.Transport{
-		Proxy:                  nil, // never HTTP_PROXY and friends
-		DialContext:            g.DialContext,
-		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           32,
+		Proxy:             nil, // never HTTP_PROXY and friends
+		DialContext:       g.DialContext,
+		ForceAttemptHTTP2: true,
+		MaxIdleConns:      32,
+		// An HTTP upstream is one host taking many concurrent calls; at
+		// Go's default of 2 idle connections per host most would be closed
+		// after each response and dialed (and checked) again.
+		MaxIdleConnsPerHost:    16,
 		IdleConnTimeout:        60 * time.Second,
 		TLSHandshakeTimeout:    o.Timeout,
 		ResponseHeaderTimeout:  o.Timeout,

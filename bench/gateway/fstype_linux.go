@@ -4,6 +4,10 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,11 +35,44 @@ func fsType(dir string) string {
 	}
 }
 
-// cpuTime is the CPU time (user+system) this process has used so far.
+// cpuTime is the CPU time (user+system) this process and its live
+// children (the stdio upstreams) have used so far; children count at the
+// kernel's 10 ms tick, which is fine over a round.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) + childrenCPU()
+}
+
+// userHZ is the unit of /proc/PID/stat times, fixed at 100 on Linux.
+const userHZ = 100
+
+func childrenCPU() time.Duration {
+	lists, _ := filepath.Glob("/proc/self/task/*/children")
+	var ticks int64
+	for _, l := range lists {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		for _, pid := range strings.Fields(string(b)) {
+			stat, err := os.ReadFile("/proc/" + pid + "/stat")
+			if err != nil {
+				continue
+			}
+			// Fields after the parenthesised command: utime and stime are
+			// the 12th and 13th.
+			_, rest, ok := strings.Cut(string(stat), ") ")
+			f := strings.Fields(rest)
+			if !ok || len(f) < 13 {
+				continue
+			}
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			s, _ := strconv.ParseInt(f[12], 10, 64)
+			ticks += u + s
+		}
+	}
+	return time.Duration(ticks) * time.Second / userHZ
 }

@@ -1,16 +1,32 @@
 // Command gateway measures what the governing gateway costs per tools/call:
-// the same in-process echo upstream is called directly and through the full
-// loop (routing, policy, pins, rate limit, inspection and the fsynced audit
-// ledger), in one run, sequentially (latency) and with concurrent callers
-// (throughput). It prints, per row, both throughputs and their ratio, both
-// p50s and p99s, and the p50 overhead.
+// the same upstream is called directly and through the full loop (routing,
+// policy, pins, rate limit, inspection and the fsynced audit ledger), in one
+// run, alternating rounds, sequentially (latency) and with concurrent callers
+// (throughput). It prints, per upstream kind and row, both throughputs and
+// their ratio, both p50s and p99s, and the p50 overhead.
+//
+// Three upstream kinds, selected with -upstreams:
+//
+//   - inproc: a zero-work echo server in this process over in-memory
+//     transports; the gateway's cost with nothing to hide it.
+//   - stdio: the project's testmcp binary as a child process. Direct is one
+//     SDK client over mcp.CommandTransport to one child; the gateway dials
+//     its own child of the same binary (kind "stdio").
+//   - http: testmcp behind bastion's edge on loopback Streamable HTTP (the
+//     server runs in this process, the wire is real TCP). Direct is one SDK
+//     client over mcp.StreamableClientTransport; the gateway dials it
+//     through the egress guard (kind "http", allow_private).
+//
+// Out of process, an upstream holds one session: the concurrent direct
+// callers share one session, as the gateway's callers share its one
+// upstream session; each gateway caller still has its own gateway session.
 //
 // The ledger goes to a fresh directory under the working directory by
 // default, not under $TMPDIR, which is often tmpfs: fsync there is free and
 // the numbers would flatter the gateway. -ledger DIR puts it elsewhere; the
 // file system type is printed either way.
 //
-//	go run ./bench/gateway [-n 5000] [-c 8] [-ledger DIR]
+//	go run ./bench/gateway [-n 5000] [-c 8] [-rounds 5] [-upstreams inproc,stdio,http] [-ledger DIR]
 package main
 
 import (
@@ -20,6 +36,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,9 +50,11 @@ import (
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
+// gatewayTOML is the configuration every kind runs under, all gates on;
+// %SERVER% is replaced by the kind's [server.echo] block.
 const gatewayTOML = `
 [server.echo]
-kind = "review"
+%SERVER%
 
 [[policy.rule]]
 name = "echo"
@@ -68,12 +87,38 @@ func echoServer() *mcp.Server {
 	return s
 }
 
-func connect(ctx context.Context, s *mcp.Server) (*mcp.ClientSession, error) {
+func newClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+}
+
+// connect opens a client session to s offering revision version (empty:
+// the SDK's latest).
+func connect(ctx context.Context, s *mcp.Server, version string) (*mcp.ClientSession, error) {
 	st, ct := mcp.NewInMemoryTransports()
 	if _, err := s.Connect(ctx, st, nil); err != nil {
 		return nil, err
 	}
-	return mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+	return newClient().Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+}
+
+// opener gives a caller its session and what to do with it afterwards:
+// close a session of its own, or nothing for a shared one.
+type opener func() (cs *mcp.ClientSession, release func(), err error)
+
+// own opens a fresh session per caller.
+func own(open func() (*mcp.ClientSession, error)) opener {
+	return func() (*mcp.ClientSession, func(), error) {
+		cs, err := open()
+		if err != nil {
+			return nil, nil, err
+		}
+		return cs, func() { cs.Close() }, nil
+	}
+}
+
+// shared hands every caller the same session.
+func shared(cs *mcp.ClientSession) opener {
+	return func() (*mcp.ClientSession, func(), error) { return cs, func() {}, nil }
 }
 
 type result struct {
@@ -101,15 +146,15 @@ func (r *result) add(o result) {
 }
 
 // drive makes n calls of tool spread over c concurrent callers (each with
-// its own session from open) and measures each call.
-func drive(ctx context.Context, open func() (*mcp.ClientSession, error), tool string, n, c int) (result, error) {
+// the session open gives it) and measures each call.
+func drive(ctx context.Context, open opener, tool string, n, c int) (result, error) {
 	sessions := make([]*mcp.ClientSession, c)
 	for i := range sessions {
-		cs, err := open()
+		cs, release, err := open()
 		if err != nil {
 			return result{}, err
 		}
-		defer cs.Close()
+		defer release()
 		sessions[i] = cs
 	}
 	lat := make([]time.Duration, n)
@@ -150,6 +195,8 @@ func main() {
 	n := flag.Int("n", 5000, "calls per measurement")
 	rounds := flag.Int("rounds", 5, "alternate direct and gateway this many times per row, n/rounds calls each, so load from elsewhere on the machine hits both alike")
 	c := flag.Int("c", 8, "concurrent callers for the throughput measurement")
+	version := flag.String("protocol", upstream.DefaultProtocolVersion, "MCP revision every client offers, direct and through the gateway (empty: the SDK's latest); from 2026-07-28 the gateway forwards over a per-revision upstream session, and bastion's edge serves that revision statelessly, building a server per request")
+	kinds := flag.String("upstreams", "inproc,stdio,http", "comma-separated upstream kinds to measure: inproc, stdio, http")
 	ledgerDir := flag.String("ledger", "", "ledger directory (default a fresh directory under the working directory, removed afterwards)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
@@ -164,15 +211,25 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*n, *c, max(1, min(*rounds, *n)), *ledgerDir); err != nil {
+	if err := run(*n, max(1, *c), max(1, min(*rounds, *n)), *kinds, *version, *ledgerDir); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/gateway:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
 
-func run(n, c, rounds int, ledgerDir string) error {
+func run(n, c, rounds int, kinds, version, ledgerDir string) error {
 	ctx := context.Background()
+	var selected []string
+	for k := range strings.SplitSeq(kinds, ",") {
+		k = strings.TrimSpace(k)
+		if !known(k) {
+			return fmt.Errorf("unknown upstream kind %q (inproc, stdio, http)", k)
+		}
+		if !slices.Contains(selected, k) {
+			selected = append(selected, k)
+		}
+	}
 	if ledgerDir == "" {
 		d, err := os.MkdirTemp(".", "bench-gateway-ledger-")
 		if err != nil {
@@ -187,39 +244,55 @@ func run(n, c, rounds int, ledgerDir string) error {
 	}
 	defer led.Close()
 	timed := &timedLedger{Ledger: led}
-	cfg, err := config.Parse("bench.toml", []byte(gatewayTOML))
-	if err != nil {
-		return err
-	}
-	up := echoServer()
-	inproc := func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := up.Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
-	l, err := loop.New(ctx, cfg, loop.Deps{
-		Dial:   loop.StandardDialer(cfg, upstream.Deps{}, map[string]func(context.Context) (mcp.Transport, error){"echo": inproc}),
-		Ledger: timed,
-	})
-	if err != nil {
-		return err
-	}
-	defer l.Close()
 	p, err := principal.New("bench", "agent", principal.ReviewsRead)
 	if err != nil {
 		return err
 	}
-	direct := func() (*mcp.ClientSession, error) { return connect(ctx, up) }
-	governed := func() (*mcp.ClientSession, error) { return connect(ctx, l.NewServer(ctx, p)) }
-
-	// Warm up both paths (schema caches, the ledger's first segment).
-	if _, err := drive(ctx, direct, "echo", 200, 1); err != nil {
+	offered := version
+	if offered == "" {
+		offered = "the SDK's latest"
+	}
+	fmt.Printf("tools/call, %d calls per row in %d alternating rounds, clients offer %s, ledger in %s (%s, fsync on)\n", n, rounds, offered, ledgerDir, fsType(ledgerDir))
+	for _, k := range selected {
+		t, err := newTarget(ctx, k, c, version)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		err = measure(ctx, t, timed, p, n, c, rounds, version)
+		t.close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	rep, err := audit.Verify(ledgerDir, led.PublicKey())
+	if err != nil {
 		return err
 	}
-	if _, err := drive(ctx, governed, "echo__echo", 200, 1); err != nil {
+	fmt.Printf("\nledger: %d records, broken=%v\n", rep.Records, rep.Broken)
+	return nil
+}
+
+// measure runs one kind's rows through a gateway of its own (sharing the
+// ledger) and prints them.
+func measure(ctx context.Context, t target, timed *timedLedger, p principal.Principal, n, c, rounds int, version string) error {
+	cfg, err := config.Parse("bench.toml", []byte(strings.Replace(gatewayTOML, "%SERVER%", t.server, 1)))
+	if err != nil {
 		return err
+	}
+	l, err := loop.New(ctx, cfg, loop.Deps{Dial: loop.StandardDialer(cfg, t.deps, t.inProcess), Ledger: timed})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	governed := own(func() (*mcp.ClientSession, error) { return connect(ctx, l.NewServer(ctx, p), version) })
+
+	// Warm up both paths (schema caches, connection pools, the ledger's
+	// first segment).
+	if _, err := drive(ctx, t.direct, "echo", 200, c); err != nil {
+		return fmt.Errorf("direct: %w", err)
+	}
+	if _, err := drive(ctx, governed, "echo__echo", 200, c); err != nil {
+		return fmt.Errorf("gateway: %w", err)
 	}
 	type row struct {
 		name string
@@ -231,7 +304,7 @@ func run(n, c, rounds int, ledgerDir string) error {
 		var d, g, app result
 		for i := range rounds {
 			k := n/rounds + boolInt(i < n%rounds)
-			rd, err := drive(ctx, direct, "echo", k, conc)
+			rd, err := drive(ctx, t.direct, "echo", k, conc)
 			if err != nil {
 				return fmt.Errorf("direct: %w", err)
 			}
@@ -246,7 +319,7 @@ func run(n, c, rounds int, ledgerDir string) error {
 		}
 		rows = append(rows, row{fmt.Sprintf("%d caller(s)", conc), d, g, app})
 	}
-	fmt.Printf("tools/call, in-process echo upstream, %d calls per row, ledger in %s (%s, fsync on)\n", n, ledgerDir, fsType(ledgerDir))
+	fmt.Printf("\n%s\n", t.title)
 	fmt.Printf("%-12s %12s %12s %12s %12s %12s %12s %12s %10s\n", "", "direct/s", "gateway/s", "direct p50", "gateway p50", "overhead p50", "direct p99", "gateway p99", "ratio")
 	for _, r := range rows {
 		dp50, gp50 := r.d.quantile(0.5), r.g.quantile(0.5)
@@ -259,11 +332,6 @@ func run(n, c, rounds int, ledgerDir string) error {
 			r.d.cpuPerCall().Round(time.Microsecond), r.g.cpuPerCall().Round(time.Microsecond),
 			r.app.quantile(0.5).Round(time.Microsecond), r.app.quantile(0.99).Round(time.Microsecond), len(r.app.lat))
 	}
-	rep, err := audit.Verify(ledgerDir, led.PublicKey())
-	if err != nil {
-		return err
-	}
-	fmt.Printf("ledger: %d records, broken=%v\n", rep.Records, rep.Broken)
 	return nil
 }
 

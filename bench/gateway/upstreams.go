@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/bastion-mcp/bastion/edge"
+	"github.com/bastion-mcp/bastion/egress"
+	"github.com/bastion-mcp/bastion/internal/testmcp"
+	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/upstream"
+)
+
+// target is one upstream kind, set up for both paths.
+type target struct {
+	title     string // what the upstream is, for the table's heading
+	server    string // the body of the [server.echo] block
+	deps      upstream.Deps
+	inProcess map[string]func(context.Context) (mcp.Transport, error)
+	direct    opener
+	close     func() // ends the direct session and the upstream
+}
+
+func known(kind string) bool {
+	switch kind {
+	case "inproc", "stdio", "http":
+		return true
+	}
+	return false
+}
+
+// newTarget sets up kind's upstream for both paths; c is the most callers
+// it must serve at once.
+func newTarget(ctx context.Context, kind string, c int, version string) (target, error) {
+	switch kind {
+	case "inproc":
+		return inprocTarget(ctx, version), nil
+	case "stdio":
+		return stdioTarget(ctx, version)
+	case "http":
+		return httpTarget(ctx, c, version)
+	}
+	return target{}, fmt.Errorf("unknown upstream kind %q", kind)
+}
+
+func inprocTarget(ctx context.Context, version string) target {
+	up := echoServer()
+	connectUp := func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := up.Connect(context.WithoutCancel(ctx), st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	return target{
+		title:     "inproc: zero-work echo server in this process, in-memory transports",
+		server:    `kind = "review"`,
+		inProcess: map[string]func(context.Context) (mcp.Transport, error){"echo": connectUp},
+		direct:    own(func() (*mcp.ClientSession, error) { return connect(ctx, up, version) }),
+		close:     func() {},
+	}
+}
+
+// stdioTarget builds testmcp once; each path then runs its own child of it.
+func stdioTarget(ctx context.Context, version string) (target, error) {
+	dir, err := os.MkdirTemp("", "bench-gateway-testmcp-")
+	if err != nil {
+		return target{}, err
+	}
+	bin := filepath.Join(dir, "testmcp")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/bastion-mcp/bastion/internal/testmcp/cmd/testmcp")
+	if out, err := build.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return target{}, fmt.Errorf("building testmcp: %v\n%s", err, out)
+	}
+	// The gateway gives its child PATH and nothing else of its environment;
+	// the direct child gets the same.
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		os.RemoveAll(dir)
+		return target{}, err
+	}
+	return target{
+		title:  "stdio: testmcp child process (" + bin + "), one child per path",
+		server: "kind = \"stdio\"\ncommand = " + strconv.Quote(bin),
+		direct: shared(cs),
+		close: func() {
+			cs.Close()
+			os.RemoveAll(dir)
+		},
+	}, nil
+}
+
+// httpTarget serves testmcp behind bastion's edge on loopback, which
+// answers both Streamable HTTP wires on one URL.
+func httpTarget(ctx context.Context, c int, version string) (target, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return target{}, err
+	}
+	addr := ln.Addr().String()
+	// Each session's standalone event stream is in flight too, so the
+	// per-principal limit (default 8) is lifted above the callers.
+	e, err := edge.New(edge.Options{Enabled: true, BindAddr: addr, MaxInFlightPerPrincipal: 64, MaxInFlight: max(256, 2*c)},
+		func(context.Context, principal.Principal) *mcp.Server { return testmcp.New(testmcp.Options{}) })
+	if err != nil {
+		ln.Close()
+		return target{}, err
+	}
+	srv := edge.NewServer(addr, e, edge.Timeouts{})
+	go srv.Serve(ln)
+	stop := func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = edge.Drain(dctx, srv, e)
+		srv.Close()
+	}
+	url := "http://" + addr + "/mcp"
+	// The connection pool the egress guard gives the gateway's upstream
+	// client, so both paths reuse connections alike.
+	hc := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true, MaxIdleConns: 32, MaxIdleConnsPerHost: 16, IdleConnTimeout: 60 * time.Second}}
+	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		stop()
+		return target{}, err
+	}
+	return target{
+		title:  "http: testmcp behind bastion's edge on loopback Streamable HTTP (" + url + ")",
+		server: "kind = \"http\"\nurl = " + strconv.Quote(url) + "\nallow_private = true",
+		deps:   upstream.Deps{Guard: egress.NewGuard(egress.Policy{}, nil)},
+		direct: shared(cs),
+		close: func() {
+			cs.Close()
+			stop()
+		},
+	}, nil
+}
