@@ -109,12 +109,38 @@ match = ["d__*"]
 			t.Fatalf("subscribe: %v", err)
 		}
 	}
-	if _, isErr := call(t, bo, "d__touch", nil); isErr {
-		t.Fatal("touch failed")
+	// On 2026-07-28 Subscribe opens a listen stream without waiting for
+	// the server to acknowledge it: touch until both subscribers hear.
+	heardA, heardC := false, false
+	for deadline := time.Now().Add(10 * time.Second); !heardA || !heardC; {
+		if time.Now().After(deadline) {
+			t.Fatalf("subscribers got no update (a %v, c %v)", heardA, heardC)
+		}
+		if _, isErr := call(t, bo, "d__touch", nil); isErr {
+			t.Fatal("touch failed")
+		}
+		for _, w := range []struct {
+			ch    <-chan string
+			heard *bool
+		}{{aGot, &heardA}, {cGot, &heardC}} {
+			select {
+			case uri := <-w.ch:
+				if uri != docURI {
+					t.Fatalf("update of %s", uri)
+				}
+				*w.heard = true
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 	}
-	expectUpdate(t, aGot, true, "subscriber a")
-	expectUpdate(t, cGot, true, "subscriber c")
 	expectUpdate(t, boGot, false, "non-subscriber")
+	// Drain what the extra touches left, so each check below sees only
+	// the updates after it.
+	for _, ch := range []<-chan string{aGot, cGot} {
+		for len(ch) > 0 {
+			<-ch
+		}
+	}
 
 	// One subscriber leaves: the other still hears of changes.
 	if err := a.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: docURI}); err != nil {
