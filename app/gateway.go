@@ -179,15 +179,12 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 	return g, nil
 }
 
-// inProcess connects a fresh design-review server session over in-memory
-// transports, made as p. The session outlives ctx (the loop closes it).
+// inProcess connects a fresh design-review server session made as p over
+// an in-process pipe (no JSON round trip between the gateway and the
+// review server). The session outlives ctx (the loop closes it).
 func inProcess(a *App) func(context.Context, principal.Principal) (mcp.Transport, error) {
 	return func(ctx context.Context, p principal.Principal) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := a.MCPServer(p).Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
+		return upstream.ServeInProcess(ctx, a.MCPServer(p))
 	}
 }
 

@@ -54,15 +54,13 @@ func newTarget(ctx context.Context, kind string, c int, version string) (target,
 
 func inprocTarget(ctx context.Context, version string) target {
 	up := echoServer()
-	connectUp := func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := up.Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
-	}
+	// The gateway reaches an in-process server over upstream's Pipe, as
+	// `bastion serve --gateway` reaches the review server; the agent's own
+	// hop, direct or to the gateway, is the SDK's in-memory transport,
+	// which encodes every message as a wire would.
+	connectUp := func(ctx context.Context) (mcp.Transport, error) { return upstream.ServeInProcess(ctx, up) }
 	return target{
-		title:     "inproc: zero-work echo server in this process, in-memory transports",
+		title:     "inproc: zero-work echo server in this process (agent hop: in-memory transport; gateway to upstream: upstream.Pipe)",
 		server:    `kind = "review"`,
 		inProcess: map[string]func(context.Context) (mcp.Transport, error){"echo": connectUp},
 		direct:    own(func() (*mcp.ClientSession, error) { return connect(ctx, up, version) }),

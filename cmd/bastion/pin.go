@@ -278,11 +278,7 @@ func liveTools(ctx context.Context, cfg *config.File, srv string, f *pinFlags, l
 		}
 		defer a.Close(context.WithoutCancel(ctx))
 		inProcess[srv] = func(ctx context.Context) (mcp.Transport, error) {
-			st, ct := mcp.NewInMemoryTransports()
-			if _, err := a.MCPServer(principal.Local()).Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-				return nil, err
-			}
-			return ct, nil
+			return upstream.ServeInProcess(ctx, a.MCPServer(principal.Local()))
 		}
 	}
 	guard := egress.NewGuard(egress.Policy{Logger: log}, net.DefaultResolver)

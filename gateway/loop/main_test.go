@@ -126,14 +126,10 @@ func setup(t *testing.T, toml string, o setupOpts) *bundle {
 }
 
 // inProcess is the Connect of an in-process upstream: each session is a
-// server from newServer on one end of an in-memory pipe.
+// server from newServer on one end of an upstream.Pipe, as in production.
 func inProcess(newServer func() *mcp.Server) func(context.Context) (mcp.Transport, error) {
 	return func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := newServer().Connect(context.WithoutCancel(ctx), st, nil); err != nil {
-			return nil, err
-		}
-		return ct, nil
+		return upstream.ServeInProcess(ctx, newServer())
 	}
 }
 
