@@ -310,54 +310,28 @@ func nonEmpty(s, def string) string {
 // policy on SERVER__PROMPT and audited like a call.
 func (c *client) getPrompt(e *promptEntry) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		l := c.l
 		o := &outcome{method: "prompts/get", name: req.Params.Name, server: e.server, tool: e.prompt, start: time.Now()}
 		if args, err := json.Marshal(req.Params.Arguments); err == nil {
 			o.args = args
 		}
 		a := &gateway.CallArgs{Principal: c.p, Roles: c.p.Roles(), Name: req.Params.Name, Server: e.server, Tool: e.prompt, Arguments: o.args}
-		if d, _ := l.policy.Check(ctx, a); !d.Allow {
-			o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, d.Rule, d.Reason
-			l.record(ctx, c, o)
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: gateway.DenialText(d)}
+		ctx, h, err := c.forward(ctx, req.Session, o, a, req.Params.Meta, req.Params.RequestState)
+		if err != nil {
+			return nil, err
 		}
-		ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[e.server]))
-		defer cancel()
-		ctx = upstream.WithDownstream(ctx, &callDown{ss: req.Session, ctx: ctx})
+		defer h.done()
 		p := *req.Params
-		p.Name, p.Meta = e.prompt, hopMeta(p.Meta)
-		conn, multi, err := l.roundConn(ctx, req.Session, e.server, c.p)
+		p.Name, p.Meta, p.RequestState = e.prompt, h.meta, h.state
+		res, err := h.conn.GetPrompt(ctx, &p)
 		if err != nil {
-			return nil, l.forwardFailed(ctx, c, o, err)
-		}
-		if multi {
-			if p.RequestState, err = c.openRound(ctx, o, "prompts/get", req.Params.Name, p.RequestState); err != nil {
-				return nil, err
-			}
-			p.Meta = clientMeta(req.Params.Meta)
-		} else if p.RequestState != "" {
-			return nil, c.refuseRound(ctx, o)
-		}
-		res, err := conn.GetPrompt(ctx, &p)
-		if err != nil {
-			return nil, l.forwardFailed(ctx, c, o, err)
+			return nil, c.l.forwardFailed(ctx, c, o, err)
 		}
 		res.Meta = hopMeta(res.Meta)
 		if res.InputRequests != nil {
-			res = &mcp.GetPromptResult{Meta: res.Meta, InputRequests: res.InputRequests,
-				RequestState: l.rounds.seal(c.p, "prompts/get", req.Params.Name, res.RequestState)}
+			res = &mcp.GetPromptResult{Meta: res.Meta, InputRequests: res.InputRequests, RequestState: h.seal(res.RequestState)}
 		}
-		if raw, err := json.Marshal(res); err == nil {
-			o.result = raw
-			if d, _ := l.chain.CheckResult(ctx, a, raw); !d.Allow {
-				o.decision, o.gate, o.rule, o.reason = audit.Denied, d.Gate, d.Rule, d.Reason
-				l.record(ctx, c, o)
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialText(d)}
-			}
-		}
-		o.decision = audit.Allowed
-		if !l.record(ctx, c, o) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialPrefix + ReasonLedger}
+		if err := c.settle(ctx, o, a, res); err != nil {
+			return nil, err
 		}
 		return res, nil
 	}
@@ -367,54 +341,92 @@ func (c *client) getPrompt(e *promptEntry) mcp.PromptHandler {
 // SERVER__NAME (the resource's or template's name) and audited.
 func (c *client) readResource(server, name string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		l := c.l
 		o := &outcome{method: "resources/read", name: req.Params.URI, server: server, tool: name, start: time.Now()}
 		a := &gateway.CallArgs{Principal: c.p, Roles: c.p.Roles(), Name: req.Params.URI, Server: server, Tool: name}
-		if d, _ := l.policy.Check(ctx, a); !d.Allow {
-			o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, d.Rule, d.Reason
-			l.record(ctx, c, o)
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: gateway.DenialText(d)}
+		ctx, h, err := c.forward(ctx, req.Session, o, a, req.Params.Meta, req.Params.RequestState)
+		if err != nil {
+			return nil, err
 		}
-		ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[server]))
-		defer cancel()
-		ctx = upstream.WithDownstream(ctx, &callDown{ss: req.Session, ctx: ctx})
+		defer h.done()
 		rp := *req.Params
-		rp.Meta = hopMeta(rp.Meta)
-		conn, multi, err := l.roundConn(ctx, req.Session, server, c.p)
+		rp.Meta, rp.RequestState = h.meta, h.state
+		res, err := h.conn.ReadResource(ctx, &rp)
 		if err != nil {
-			return nil, l.forwardFailed(ctx, c, o, err)
-		}
-		if multi {
-			if rp.RequestState, err = c.openRound(ctx, o, "resources/read", req.Params.URI, rp.RequestState); err != nil {
-				return nil, err
-			}
-			rp.Meta = clientMeta(req.Params.Meta)
-		} else if rp.RequestState != "" {
-			return nil, c.refuseRound(ctx, o)
-		}
-		res, err := conn.ReadResource(ctx, &rp)
-		if err != nil {
-			return nil, l.forwardFailed(ctx, c, o, err)
+			return nil, c.l.forwardFailed(ctx, c, o, err)
 		}
 		res.Meta = hopMeta(res.Meta)
 		if res.InputRequests != nil {
-			res = &mcp.ReadResourceResult{Meta: res.Meta, InputRequests: res.InputRequests,
-				RequestState: l.rounds.seal(c.p, "resources/read", req.Params.URI, res.RequestState)}
+			res = &mcp.ReadResourceResult{Meta: res.Meta, InputRequests: res.InputRequests, RequestState: h.seal(res.RequestState)}
 		}
-		if raw, err := json.Marshal(res); err == nil {
-			o.result = raw
-			if d, _ := l.chain.CheckResult(ctx, a, raw); !d.Allow {
-				o.decision, o.gate, o.rule, o.reason = audit.Denied, d.Gate, d.Rule, d.Reason
-				l.record(ctx, c, o)
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialText(d)}
-			}
-		}
-		o.decision = audit.Allowed
-		if !l.record(ctx, c, o) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialPrefix + ReasonLedger}
+		if err := c.settle(ctx, o, a, res); err != nil {
+			return nil, err
 		}
 		return res, nil
 	}
+}
+
+// hop is how a governed prompts/get or resources/read goes upstream.
+type hop struct {
+	conn  *upstream.Conn
+	meta  mcp.Meta // the _meta to send
+	state string   // the upstream's request state to send ("" for none)
+	seal  func(inner string) string
+	done  context.CancelFunc
+}
+
+// forward runs the policy on a prompts/get or resources/read (a denial is
+// recorded and answered as invalid params) and picks its upstream session:
+// the multi-round-trip one for a client on that revision, with the
+// client's own _meta and the upstream state inside its sealed one. The
+// returned context carries the per-call deadline and the client's session
+// as Downstream; call h.done when the request ends.
+func (c *client) forward(ctx context.Context, ss *mcp.ServerSession, o *outcome, a *gateway.CallArgs, meta mcp.Meta, state string) (context.Context, *hop, error) {
+	l := c.l
+	if d, _ := l.policy.Check(ctx, a); !d.Allow {
+		o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, d.Rule, d.Reason
+		l.record(ctx, c, o)
+		return ctx, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: gateway.DenialText(d)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[a.Server]))
+	ctx = upstream.WithDownstream(ctx, &callDown{ss: ss, ctx: ctx})
+	conn, multi, err := l.roundConn(ctx, ss, a.Server, c.p)
+	if err != nil {
+		cancel()
+		return ctx, nil, l.forwardFailed(ctx, c, o, err)
+	}
+	h := &hop{conn: conn, meta: hopMeta(meta), done: cancel,
+		seal: func(inner string) string { return l.rounds.seal(c.p, o.method, a.Name, inner) }}
+	switch {
+	case multi:
+		if h.state, err = c.openRound(ctx, o, o.method, a.Name, state); err != nil {
+			cancel()
+			return ctx, nil, err
+		}
+		h.meta = clientMeta(meta)
+	case state != "":
+		cancel()
+		return ctx, nil, c.refuseRound(ctx, o)
+	}
+	return ctx, h, nil
+}
+
+// settle inspects a prompts/get or resources/read result and records the
+// outcome; an error means the result must not be sent.
+func (c *client) settle(ctx context.Context, o *outcome, a *gateway.CallArgs, res any) error {
+	l := c.l
+	if raw, err := json.Marshal(res); err == nil {
+		o.result = raw
+		if d, _ := l.chain.CheckResult(ctx, a, raw); !d.Allow {
+			o.decision, o.gate, o.rule, o.reason = audit.Denied, d.Gate, d.Rule, d.Reason
+			l.record(ctx, c, o)
+			return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialText(d)}
+		}
+	}
+	o.decision = audit.Allowed
+	if !l.record(ctx, c, o) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialPrefix + ReasonLedger}
+	}
+	return nil
 }
 
 // roundConn returns the upstream session a prompts/get or resources/read
