@@ -375,7 +375,11 @@ func New(ctx context.Context, spec Spec, deps Deps) (*Conn, error) {
 		ProgressNotificationHandler: c.onProgress,
 	})
 	c.client.AddReceivingMiddleware(c.serverRequests)
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	// The supervisor outlives ctx and keeps none of its values: New may be
+	// called while serving a client's request (a sibling, a principal's
+	// session), and neither that request's SDK state nor its Downstream
+	// may become the upstream sessions' own.
+	sctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
 	go c.supervise(sctx)
 	return c, nil
@@ -616,10 +620,12 @@ func (c *Conn) Discard() {
 // request state and its own capabilities. c itself serves older clients,
 // to which a server may still send questions during a call.
 //
-// The sibling is started on first use (for a stdio upstream, a second
-// child) and closed with c. ErrNoMultiRoundTrip means the upstream
-// negotiated an older revision; that answer is kept. An upstream that cannot
-// be reached now is an error that is not kept.
+// The sibling is a second session to an HTTP or in-process upstream,
+// started on first use and closed with c. A stdio or Wasm upstream is one
+// process (or instance) with its own state and is never started twice; it,
+// and the legacy SSE transport, get ErrNoMultiRoundTrip, as does an
+// upstream that negotiated an older revision (that answer is kept). An
+// upstream that cannot be reached now is an error that is not kept.
 func (c *Conn) MultiRoundTrip(ctx context.Context) (*Conn, error) {
 	if c.spec.ProtocolVersion >= MultiRoundTripVersion {
 		return c, nil
