@@ -237,11 +237,7 @@ const toolsListBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 func TestServeDev(t *testing.T) {
 	testenv.Chromium(t)
 	t.Parallel()
-	site, err := demo.StartSite(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
+	site := demoSite(t)
 	dataDir := t.TempDir()
 	s := startServe(t, "serve", nil, append([]string{"--dev", "--data-dir", dataDir, "--log-level", "warn"}, demo.StdioArgs(site)...)...)
 	if !strings.HasPrefix(s.token, "bst_") {
@@ -410,11 +406,7 @@ func TestServeReplicas(t *testing.T) {
 	testenv.Chromium(t)
 	pg := testenv.StartPostgres(t)
 	t.Parallel()
-	site, err := demo.StartSite(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
+	site := demoSite(t)
 	ctx := context.Background()
 	ownerURL := pg.NewDatabase(t)
 	if err := postgres.CreateAppRole(ctx, pg.AdminURL(), "bastion_e2e_app", "e2e-pass"); err != nil {

@@ -130,11 +130,7 @@ func findRecord(recs []map[string]any, want map[string]any) map[string]any {
 func TestServeGateway(t *testing.T) {
 	testenv.Chromium(t)
 	t.Parallel()
-	site, err := demo.StartSite(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
+	site := demoSite(t)
 	iss := startIssuer(t)
 	const resource = "https://bastion.example.test/mcp"
 	dir := t.TempDir()

@@ -177,6 +177,17 @@ type stdio struct {
 	cs  *mcp.ClientSession
 }
 
+// demoSite serves the demo site on loopback for the test's duration.
+func demoSite(t *testing.T) *demo.Site {
+	t.Helper()
+	site, err := demo.StartSite(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { site.Close() })
+	return site
+}
+
 func startStdio(t *testing.T, dataDir string, site *demo.Site, extra ...string) *stdio {
 	t.Helper()
 	args := append([]string{"stdio", "--data-dir", dataDir, "--log-level", "warn"}, extra...)
@@ -278,11 +289,7 @@ func submitArgs(key string) map[string]any {
 func TestStdioRestartRecovery(t *testing.T) {
 	testenv.Chromium(t)
 	t.Parallel()
-	site, err := demo.StartSite(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
+	site := demoSite(t)
 	dataDir := t.TempDir()
 	// Short timings so the new process rescues the orphaned job quickly.
 	timing := []string{"--review-timeout", "6s", "--rescue-stuck-after", "10s"}
@@ -339,11 +346,7 @@ func TestStdioRestartRecovery(t *testing.T) {
 func TestStdioRecheckAcrossConnections(t *testing.T) {
 	testenv.Chromium(t)
 	t.Parallel()
-	site, err := demo.StartSite(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
+	site := demoSite(t)
 	dataDir := t.TempDir()
 
 	first := startStdio(t, dataDir, site)
@@ -441,11 +444,7 @@ func TestTargetsCommands(t *testing.T) {
 func TestStdioUntrustedCertificate(t *testing.T) {
 	testenv.Chromium(t)
 	t.Parallel()
-	site, err := demo.StartSite(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
+	site := demoSite(t)
 	other, err := demo.StartSite(nil)
 	if err != nil {
 		t.Fatal(err)

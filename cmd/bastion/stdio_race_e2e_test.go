@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bastion-mcp/bastion/demo"
 	"github.com/bastion-mcp/bastion/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -19,11 +18,7 @@ import (
 func TestStdioIdempotencyRace(t *testing.T) {
 	testenv.Chromium(t)
 	t.Parallel()
-	site, err := demo.StartSite(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
+	site := demoSite(t)
 	s := startStdio(t, t.TempDir(), site)
 
 	const n = 64
@@ -64,11 +59,7 @@ func TestStdioIdempotencyRace(t *testing.T) {
 func TestStdioCancelRace(t *testing.T) {
 	testenv.Chromium(t)
 	t.Parallel()
-	site, err := demo.StartSite(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer site.Close()
+	site := demoSite(t)
 	s := startStdio(t, t.TempDir(), site)
 
 	delays := []time.Duration{0, 300 * time.Millisecond, 900 * time.Millisecond, 6 * time.Second}
