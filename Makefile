@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/bastion
 FUZZTIME  ?= 10s
 
-.PHONY: all build demo test deps vet lint fuzz bench bench-review conformance conformance-serve conformance-gateway clean
+.PHONY: all build demo test deps vet lint fuzz bench bench-review bench-gateway conformance conformance-serve conformance-gateway clean
 
 all: build
 
@@ -57,6 +57,9 @@ conformance-gateway:
 
 bench-review: deps
 	$(GO) run ./bench/review
+
+bench-gateway:
+	$(GO) run ./bench/gateway
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

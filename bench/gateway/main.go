@@ -5,10 +5,13 @@
 // (throughput). It prints, per upstream kind and row, both throughputs and
 // their ratio, both p50s and p99s, and the p50 overhead.
 //
-// Three upstream kinds, selected with -upstreams:
+// Four upstream kinds, selected with -upstreams:
 //
 //   - inproc: a zero-work echo server in this process over in-memory
 //     transports; the gateway's cost with nothing to hide it.
+//   - review: the gateway's first upstream as `bastion serve --gateway` runs
+//     it, the design-review server in this process on a review.Service over
+//     SQLite, answering design_review_get for a queued job (an agent's poll).
 //   - stdio: the project's testmcp binary as a child process. Direct is one
 //     SDK client over mcp.CommandTransport to one child; the gateway dials
 //     its own child of the same binary (kind "stdio").
@@ -26,14 +29,22 @@
 // the numbers would flatter the gateway. -ledger DIR puts it elsewhere; the
 // file system type is printed either way.
 //
-//	go run ./bench/gateway [-n 5000] [-c 8] [-rounds 5] [-upstreams inproc,stdio,http] [-ledger DIR]
+// Besides throughput and latency, each row prints the whole process's CPU
+// time and heap allocation per call; -cpuprofile samples carry the pprof
+// label path=TOOL, so `go tool pprof -tagfocus path=echo__echo` shows the
+// gateway's share alone.
+//
+//	go run ./bench/gateway [-n 5000] [-c 8] [-rounds 5] [-upstreams inproc,review,stdio,http] [-ledger DIR] [-cpuprofile F] [-memprofile F]
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -59,8 +70,8 @@ const gatewayTOML = `
 [[policy.rule]]
 name = "echo"
 action = "allow"
-match = ["echo__echo"]
-args = [{ path = "text", exists = true }]
+match = ["echo__%TOOL%"]
+args = [{ path = "%ARG%", exists = true }]
 
 [ratelimit]
 global = { rate = 1000000.0, burst = 1000000 }
@@ -124,12 +135,17 @@ func shared(cs *mcp.ClientSession) opener {
 type result struct {
 	elapsed time.Duration
 	cpu     time.Duration   // process CPU time (user+system) over the measurement
+	alloc   uint64          // bytes this process allocated on the heap over the measurement
 	lat     []time.Duration // one per call
 }
 
 // cpuPerCall is the whole process's CPU time per call: upstream, client and
 // (for the gateway) the gateway and its ledger.
 func (r result) cpuPerCall() time.Duration { return r.cpu / time.Duration(max(1, len(r.lat))) }
+
+// allocPerCall is the whole process's heap allocation per call, in bytes;
+// the garbage collector's share of the CPU follows it.
+func (r result) allocPerCall() uint64 { return r.alloc / uint64(max(1, len(r.lat))) }
 
 func (r result) rate() float64 { return float64(len(r.lat)) / r.elapsed.Seconds() }
 
@@ -142,12 +158,20 @@ func (r result) quantile(q float64) time.Duration {
 func (r *result) add(o result) {
 	r.elapsed += o.elapsed
 	r.cpu += o.cpu
+	r.alloc += o.alloc
 	r.lat = append(r.lat, o.lat...)
 }
 
 // drive makes n calls of tool spread over c concurrent callers (each with
 // the session open gives it) and measures each call.
-func drive(ctx context.Context, open opener, tool string, n, c int) (result, error) {
+// Its goroutines, and those the sessions it opens start, carry the pprof
+// label path=tool, so a profile can be split by path.
+func drive(ctx context.Context, open opener, tool string, args map[string]any, n, c int) (res result, err error) {
+	pprof.Do(ctx, pprof.Labels("path", tool), func(ctx context.Context) { res, err = drive1(ctx, open, tool, args, n, c) })
+	return res, err
+}
+
+func drive1(ctx context.Context, open opener, tool string, args map[string]any, n, c int) (result, error) {
 	sessions := make([]*mcp.ClientSession, c)
 	for i := range sessions {
 		cs, release, err := open()
@@ -161,10 +185,10 @@ func drive(ctx context.Context, open opener, tool string, n, c int) (result, err
 	var next atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0, alloc0 := time.Now(), cpuTime(), heapAllocated()
 	for _, cs := range sessions {
 		wg.Go(func() {
-			p := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "hello, gateway"}}
+			p := &mcp.CallToolParams{Name: tool, Arguments: args}
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(n) {
@@ -184,21 +208,32 @@ func drive(ctx context.Context, open opener, tool string, n, c int) (result, err
 		})
 	}
 	wg.Wait()
-	el, cpu := time.Since(start), cpuTime()-cpu0
+	el, cpu, alloc := time.Since(start), cpuTime()-cpu0, heapAllocated()-alloc0
 	if err, _ := firstErr.Load().(error); err != nil {
 		return result{}, err
 	}
-	return result{elapsed: el, cpu: cpu, lat: lat}, nil
+	return result{elapsed: el, cpu: cpu, alloc: alloc, lat: lat}, nil
+}
+
+// options is one run's settings, the command's flags.
+type options struct {
+	n, c, rounds int
+	kinds        string // comma-separated upstream kinds
+	version      string // the revision clients offer; "" the SDK's latest
+	ledgerDir    string // "" means a fresh directory under workDir, removed afterwards
+	workDir      string // where fresh directories go; "" means the working directory
 }
 
 func main() {
-	n := flag.Int("n", 5000, "calls per measurement")
-	rounds := flag.Int("rounds", 5, "alternate direct and gateway this many times per row, n/rounds calls each, so load from elsewhere on the machine hits both alike")
-	c := flag.Int("c", 8, "concurrent callers for the throughput measurement")
-	version := flag.String("protocol", upstream.DefaultProtocolVersion, "MCP revision every client offers, direct and through the gateway (empty: the SDK's latest); from 2026-07-28 the gateway forwards over a per-revision upstream session, and bastion's edge serves that revision statelessly, building a server per request")
-	kinds := flag.String("upstreams", "inproc,stdio,http", "comma-separated upstream kinds to measure: inproc, stdio, http")
-	ledgerDir := flag.String("ledger", "", "ledger directory (default a fresh directory under the working directory, removed afterwards)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	var o options
+	flag.IntVar(&o.n, "n", 5000, "calls per measurement")
+	flag.IntVar(&o.rounds, "rounds", 5, "alternate direct and gateway this many times per row, n/rounds calls each, so load from elsewhere on the machine hits both alike")
+	flag.IntVar(&o.c, "c", 8, "concurrent callers for the throughput measurement")
+	flag.StringVar(&o.version, "protocol", upstream.DefaultProtocolVersion, "MCP revision every client offers, direct and through the gateway (empty: the SDK's latest); from 2026-07-28 the gateway forwards over a per-revision upstream session, and bastion's edge serves that revision statelessly, building a server per request")
+	flag.StringVar(&o.kinds, "upstreams", "inproc,review,stdio,http", "comma-separated upstream kinds to measure: inproc, review, stdio, http")
+	flag.StringVar(&o.ledgerDir, "ledger", "", "ledger directory (default a fresh directory under the working directory, removed afterwards)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (samples carry the label path=TOOL, direct or through the gateway)")
+	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -211,71 +246,89 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if err := run(*n, max(1, *c), max(1, min(*rounds, *n)), *kinds, *version, *ledgerDir); err != nil {
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
+	o.c, o.rounds = max(1, o.c), max(1, min(o.rounds, o.n))
+	if _, err := run(context.Background(), os.Stdout, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/gateway:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
+	if *memProfile != "" {
+		if err := writeHeapProfile(*memProfile); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/gateway:", err)
+			os.Exit(1)
+		}
+	}
 }
 
-func run(n, c, rounds int, kinds, version, ledgerDir string) error {
-	ctx := context.Background()
+// run measures every selected kind, prints the tables to w, and verifies
+// the ledger all of them wrote.
+func run(ctx context.Context, w io.Writer, o options) (audit.Report, error) {
 	var selected []string
-	for k := range strings.SplitSeq(kinds, ",") {
+	for k := range strings.SplitSeq(o.kinds, ",") {
 		k = strings.TrimSpace(k)
 		if !known(k) {
-			return fmt.Errorf("unknown upstream kind %q (inproc, stdio, http)", k)
+			return audit.Report{}, fmt.Errorf("unknown upstream kind %q (inproc, review, stdio, http)", k)
 		}
 		if !slices.Contains(selected, k) {
 			selected = append(selected, k)
 		}
 	}
-	if ledgerDir == "" {
-		d, err := os.MkdirTemp(".", "bench-gateway-ledger-")
+	if o.workDir == "" {
+		o.workDir = "."
+	}
+	if o.ledgerDir == "" {
+		d, err := os.MkdirTemp(o.workDir, "bench-gateway-ledger-")
 		if err != nil {
-			return err
+			return audit.Report{}, err
 		}
 		defer os.RemoveAll(d)
-		ledgerDir = d
+		o.ledgerDir = d
 	}
-	led, err := audit.Open(ledgerDir, audit.Options{})
+	led, err := audit.Open(o.ledgerDir, audit.Options{})
 	if err != nil {
-		return err
+		return audit.Report{}, err
 	}
 	defer led.Close()
 	timed := &timedLedger{Ledger: led}
-	p, err := principal.New("bench", "agent", principal.ReviewsRead)
+	p, err := principal.New("bench", "agent", principal.ReviewsRead, principal.ReviewsWrite)
 	if err != nil {
-		return err
+		return audit.Report{}, err
 	}
-	offered := version
+	offered := o.version
 	if offered == "" {
 		offered = "the SDK's latest"
 	}
-	fmt.Printf("tools/call, %d calls per row in %d alternating rounds, clients offer %s, ledger in %s (%s, fsync on)\n", n, rounds, offered, ledgerDir, fsType(ledgerDir))
+	fmt.Fprintf(w, "tools/call, %d calls per row in %d alternating rounds, clients offer %s, ledger in %s (%s, fsync on)\n", o.n, o.rounds, offered, o.ledgerDir, fsType(o.ledgerDir))
 	for _, k := range selected {
-		t, err := newTarget(ctx, k, c, version)
+		t, err := newTarget(ctx, k, o, p)
 		if err != nil {
-			return fmt.Errorf("%s: %w", k, err)
+			return audit.Report{}, fmt.Errorf("%s: %w", k, err)
 		}
-		err = measure(ctx, t, timed, p, n, c, rounds, version)
+		err = measure(ctx, w, t, timed, p, o)
 		t.close()
 		if err != nil {
-			return fmt.Errorf("%s: %w", k, err)
+			return audit.Report{}, fmt.Errorf("%s: %w", k, err)
 		}
 	}
-	rep, err := audit.Verify(ledgerDir, led.PublicKey())
+	rep, err := audit.Verify(o.ledgerDir, led.PublicKey())
 	if err != nil {
-		return err
+		return rep, err
 	}
-	fmt.Printf("\nledger: %d records, broken=%v\n", rep.Records, rep.Broken)
-	return nil
+	fmt.Fprintf(w, "\nledger: %d records, broken=%v\n", rep.Records, rep.Broken)
+	return rep, nil
 }
 
 // measure runs one kind's rows through a gateway of its own (sharing the
 // ledger) and prints them.
-func measure(ctx context.Context, t target, timed *timedLedger, p principal.Principal, n, c, rounds int, version string) error {
-	cfg, err := config.Parse("bench.toml", []byte(strings.Replace(gatewayTOML, "%SERVER%", t.server, 1)))
+func measure(ctx context.Context, w io.Writer, t target, timed *timedLedger, p principal.Principal, o options) error {
+	if t.tool == "" {
+		t.tool, t.args, t.argRule = "echo", map[string]any{"text": "hello, gateway"}, "text"
+	}
+	toml := strings.NewReplacer("%SERVER%", t.server, "%TOOL%", t.tool, "%ARG%", t.argRule).Replace(gatewayTOML)
+	cfg, err := config.Parse("bench.toml", []byte(toml))
 	if err != nil {
 		return err
 	}
@@ -284,14 +337,14 @@ func measure(ctx context.Context, t target, timed *timedLedger, p principal.Prin
 		return err
 	}
 	defer l.Close()
-	governed := own(func() (*mcp.ClientSession, error) { return connect(ctx, l.NewServer(ctx, p), version) })
+	governed := own(func() (*mcp.ClientSession, error) { return connect(ctx, l.NewServer(ctx, p), o.version) })
 
 	// Warm up both paths (schema caches, connection pools, the ledger's
 	// first segment).
-	if _, err := drive(ctx, t.direct, "echo", 200, c); err != nil {
+	if _, err := drive(ctx, t.direct, t.tool, t.args, warmup(o.n), o.c); err != nil {
 		return fmt.Errorf("direct: %w", err)
 	}
-	if _, err := drive(ctx, governed, "echo__echo", 200, c); err != nil {
+	if _, err := drive(ctx, governed, "echo__"+t.tool, t.args, warmup(o.n), o.c); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	type row struct {
@@ -300,16 +353,16 @@ func measure(ctx context.Context, t target, timed *timedLedger, p principal.Prin
 		app  result // the ledger's Appends during the gateway rounds
 	}
 	var rows []row
-	for _, conc := range []int{1, c} {
+	for _, conc := range []int{1, o.c} {
 		var d, g, app result
-		for i := range rounds {
-			k := n/rounds + boolInt(i < n%rounds)
-			rd, err := drive(ctx, t.direct, "echo", k, conc)
+		for i := range o.rounds {
+			k := o.n/o.rounds + boolInt(i < o.n%o.rounds)
+			rd, err := drive(ctx, t.direct, t.tool, t.args, k, conc)
 			if err != nil {
 				return fmt.Errorf("direct: %w", err)
 			}
 			timed.start()
-			rg, err := drive(ctx, governed, "echo__echo", k, conc)
+			rg, err := drive(ctx, governed, "echo__"+t.tool, t.args, k, conc)
 			if err != nil {
 				return fmt.Errorf("gateway: %w", err)
 			}
@@ -319,21 +372,43 @@ func measure(ctx context.Context, t target, timed *timedLedger, p principal.Prin
 		}
 		rows = append(rows, row{fmt.Sprintf("%d caller(s)", conc), d, g, app})
 	}
-	fmt.Printf("\n%s\n", t.title)
-	fmt.Printf("%-12s %12s %12s %12s %12s %12s %12s %12s %10s\n", "", "direct/s", "gateway/s", "direct p50", "gateway p50", "overhead p50", "direct p99", "gateway p99", "ratio")
+	fmt.Fprintf(w, "\n%s\n", t.title)
+	fmt.Fprintf(w, "%-12s %12s %12s %12s %12s %12s %12s %12s %10s\n", "", "direct/s", "gateway/s", "direct p50", "gateway p50", "overhead p50", "direct p99", "gateway p99", "ratio")
 	for _, r := range rows {
 		dp50, gp50 := r.d.quantile(0.5), r.g.quantile(0.5)
-		fmt.Printf("%-12s %12.0f %12.0f %12s %12s %12s %12s %12s %9.0f%%\n", r.name, r.d.rate(), r.g.rate(),
+		fmt.Fprintf(w, "%-12s %12.0f %12.0f %12s %12s %12s %12s %12s %9.0f%%\n", r.name, r.d.rate(), r.g.rate(),
 			dp50.Round(time.Microsecond), gp50.Round(time.Microsecond), (gp50 - dp50).Round(time.Microsecond),
 			r.d.quantile(0.99).Round(time.Microsecond), r.g.quantile(0.99).Round(time.Microsecond), 100*r.g.rate()/r.d.rate())
 	}
 	for _, r := range rows {
-		fmt.Printf("%-12s CPU per call: direct %s, gateway %s; ledger Append inside the gateway: p50 %s, p99 %s (%d appends)\n", r.name,
-			r.d.cpuPerCall().Round(time.Microsecond), r.g.cpuPerCall().Round(time.Microsecond),
+		fmt.Fprintf(w, "%-12s CPU per call: direct %s, gateway %s; heap allocated per call: direct %d KB, gateway %d KB; ledger Append inside the gateway: p50 %s, p99 %s (%d appends)\n", r.name,
+			r.d.cpuPerCall().Round(time.Microsecond), r.g.cpuPerCall().Round(time.Microsecond), r.d.allocPerCall()>>10, r.g.allocPerCall()>>10,
 			r.app.quantile(0.5).Round(time.Microsecond), r.app.quantile(0.99).Round(time.Microsecond), len(r.app.lat))
 	}
 	return nil
 }
+
+// heapAllocated is the bytes this process has allocated on the heap so far.
+func heapAllocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func writeHeapProfile(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// warmup is how many calls warm each path up before a kind's rows.
+func warmup(n int) int { return min(200, n) }
 
 func boolInt(b bool) int {
 	if b {

@@ -22,8 +22,11 @@ import (
 
 // target is one upstream kind, set up for both paths.
 type target struct {
-	title     string // what the upstream is, for the table's heading
-	server    string // the body of the [server.echo] block
+	title     string         // what the upstream is, for the table's heading
+	server    string         // the body of the [server.echo] block
+	tool      string         // the upstream's tool to call; "" means echo
+	args      map[string]any // its arguments; nil means {"text": ...}
+	argRule   string         // the argument the policy requires; "" means text
 	deps      upstream.Deps
 	inProcess map[string]func(context.Context) (mcp.Transport, error)
 	direct    opener
@@ -32,22 +35,24 @@ type target struct {
 
 func known(kind string) bool {
 	switch kind {
-	case "inproc", "stdio", "http":
+	case "inproc", "review", "stdio", "http":
 		return true
 	}
 	return false
 }
 
-// newTarget sets up kind's upstream for both paths; c is the most callers
-// it must serve at once.
-func newTarget(ctx context.Context, kind string, c int, version string) (target, error) {
+// newTarget sets up kind's upstream for both paths, for as many callers at
+// once as o.c.
+func newTarget(ctx context.Context, kind string, o options, p principal.Principal) (target, error) {
 	switch kind {
+	case "review":
+		return reviewTarget(ctx, o.workDir, p, o.version)
 	case "inproc":
-		return inprocTarget(ctx, version), nil
+		return inprocTarget(ctx, o.version), nil
 	case "stdio":
-		return stdioTarget(ctx, version)
+		return stdioTarget(ctx, o.version)
 	case "http":
-		return httpTarget(ctx, c, version)
+		return httpTarget(ctx, o.c, o.version)
 	}
 	return target{}, fmt.Errorf("unknown upstream kind %q", kind)
 }
