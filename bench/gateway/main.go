@@ -2,8 +2,15 @@
 // the same upstream is called directly and through the full loop (routing,
 // policy, pins, rate limit, inspection and the fsynced audit ledger), in one
 // run, alternating rounds, sequentially (latency) and with concurrent callers
-// (throughput). It prints, per upstream kind and row, both throughputs and
-// their ratio, both p50s and p99s, and the p50 overhead.
+// (throughput). It prints, per upstream kind and row, the throughputs and
+// their ratios, the p50s and p99s, and the p50 overheads.
+//
+// A third path is the baseline that separates the gateway's own cost from
+// the cost of being a hop at all: a relay, an SDK server whose one tool
+// forwards each call over an SDK client session to the same upstream, the
+// way the gateway does, with nothing in between. gateway/relay is what
+// bastion's gates and ledger cost; relay/direct is what any MCP hop built
+// on the SDK costs on this machine.
 //
 // Four upstream kinds, selected with -upstreams:
 //
@@ -31,8 +38,8 @@
 //
 // Besides throughput and latency, each row prints the whole process's CPU
 // time and heap allocation per call; -cpuprofile samples carry the pprof
-// label path=TOOL, so `go tool pprof -tagfocus path=echo__echo` shows the
-// gateway's share alone.
+// label path=direct|relay|gateway, so `go tool pprof -tagfocus path=gateway`
+// shows the gateway's share alone.
 //
 //	go run ./bench/gateway [-n 5000] [-c 8] [-rounds 5] [-upstreams inproc,review,stdio,http] [-ledger DIR] [-cpuprofile F] [-memprofile F]
 package main
@@ -165,9 +172,10 @@ func (r *result) add(o result) {
 // drive makes n calls of tool spread over c concurrent callers (each with
 // the session open gives it) and measures each call.
 // Its goroutines, and those the sessions it opens start, carry the pprof
-// label path=tool, so a profile can be split by path.
-func drive(ctx context.Context, open opener, tool string, args map[string]any, n, c int) (res result, err error) {
-	pprof.Do(ctx, pprof.Labels("path", tool), func(ctx context.Context) { res, err = drive1(ctx, open, tool, args, n, c) })
+// label path=PATH (direct, relay or gateway), so a profile can be split by
+// path.
+func drive(ctx context.Context, path string, open opener, tool string, args map[string]any, n, c int) (res result, err error) {
+	pprof.Do(ctx, pprof.Labels("path", path), func(ctx context.Context) { res, err = drive1(ctx, open, tool, args, n, c) })
 	return res, err
 }
 
@@ -232,7 +240,7 @@ func main() {
 	flag.StringVar(&o.version, "protocol", upstream.DefaultProtocolVersion, "MCP revision every client offers, direct and through the gateway (empty: the SDK's latest); from 2026-07-28 the gateway forwards over a per-revision upstream session, and bastion's edge serves that revision statelessly, building a server per request")
 	flag.StringVar(&o.kinds, "upstreams", "inproc,review,stdio,http", "comma-separated upstream kinds to measure: inproc, review, stdio, http")
 	flag.StringVar(&o.ledgerDir, "ledger", "", "ledger directory (default a fresh directory under the working directory, removed afterwards)")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (samples carry the label path=TOOL, direct or through the gateway)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (samples carry the label path=direct|relay|gateway)")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -338,54 +346,92 @@ func measure(ctx context.Context, w io.Writer, t target, timed *timedLedger, p p
 	}
 	defer l.Close()
 	governed := own(func() (*mcp.ClientSession, error) { return connect(ctx, l.NewServer(ctx, p), o.version) })
-
-	// Warm up both paths (schema caches, connection pools, the ledger's
-	// first segment).
-	if _, err := drive(ctx, t.direct, t.tool, t.args, warmup(o.n), o.c); err != nil {
-		return fmt.Errorf("direct: %w", err)
+	relayUp, err := t.dialUp(ctx)
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
 	}
-	if _, err := drive(ctx, governed, "echo__"+t.tool, t.args, warmup(o.n), o.c); err != nil {
-		return fmt.Errorf("gateway: %w", err)
+	upCS, err := newClient().Connect(ctx, relayUp, &mcp.ClientSessionOptions{ProtocolVersion: o.version})
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	defer upCS.Close()
+	relayed := own(func() (*mcp.ClientSession, error) { return connect(ctx, relayServer(upCS, t.tool), o.version) })
+
+	// Warm up every path (schema caches, connection pools, the ledger's
+	// first segment).
+	for _, path := range []struct {
+		name string
+		open opener
+		tool string
+	}{{"direct", t.direct, t.tool}, {"relay", relayed, "echo__" + t.tool}, {"gateway", governed, "echo__" + t.tool}} {
+		if _, err := drive(ctx, path.name, path.open, path.tool, t.args, warmup(o.n), o.c); err != nil {
+			return fmt.Errorf("%s: %w", path.name, err)
+		}
 	}
 	type row struct {
-		name string
-		d, g result
-		app  result // the ledger's Appends during the gateway rounds
+		name    string
+		d, r, g result
+		app     result // the ledger's Appends during the gateway rounds
 	}
 	var rows []row
 	for _, conc := range []int{1, o.c} {
-		var d, g, app result
+		var d, r, g, app result
 		for i := range o.rounds {
 			k := o.n/o.rounds + boolInt(i < o.n%o.rounds)
-			rd, err := drive(ctx, t.direct, t.tool, t.args, k, conc)
+			rd, err := drive(ctx, "direct", t.direct, t.tool, t.args, k, conc)
 			if err != nil {
 				return fmt.Errorf("direct: %w", err)
 			}
+			rr, err := drive(ctx, "relay", relayed, "echo__"+t.tool, t.args, k, conc)
+			if err != nil {
+				return fmt.Errorf("relay: %w", err)
+			}
 			timed.start()
-			rg, err := drive(ctx, governed, "echo__"+t.tool, t.args, k, conc)
+			rg, err := drive(ctx, "gateway", governed, "echo__"+t.tool, t.args, k, conc)
 			if err != nil {
 				return fmt.Errorf("gateway: %w", err)
 			}
 			d.add(rd)
+			r.add(rr)
 			g.add(rg)
 			app.add(timed.stop())
 		}
-		rows = append(rows, row{fmt.Sprintf("%d caller(s)", conc), d, g, app})
+		rows = append(rows, row{fmt.Sprintf("%d caller(s)", conc), d, r, g, app})
 	}
+	us := func(d time.Duration) string { return d.Round(time.Microsecond).String() }
 	fmt.Fprintf(w, "\n%s\n", t.title)
-	fmt.Fprintf(w, "%-12s %12s %12s %12s %12s %12s %12s %12s %10s\n", "", "direct/s", "gateway/s", "direct p50", "gateway p50", "overhead p50", "direct p99", "gateway p99", "ratio")
+	fmt.Fprintf(w, "%-12s %10s %10s %10s %16s %14s %16s\n", "calls/s", "direct", "relay", "gateway", "gateway/direct", "relay/direct", "gateway/relay")
 	for _, r := range rows {
-		dp50, gp50 := r.d.quantile(0.5), r.g.quantile(0.5)
-		fmt.Fprintf(w, "%-12s %12.0f %12.0f %12s %12s %12s %12s %12s %9.0f%%\n", r.name, r.d.rate(), r.g.rate(),
-			dp50.Round(time.Microsecond), gp50.Round(time.Microsecond), (gp50 - dp50).Round(time.Microsecond),
-			r.d.quantile(0.99).Round(time.Microsecond), r.g.quantile(0.99).Round(time.Microsecond), 100*r.g.rate()/r.d.rate())
+		fmt.Fprintf(w, "%-12s %10.0f %10.0f %10.0f %15.0f%% %13.0f%% %15.0f%%\n", r.name, r.d.rate(), r.r.rate(), r.g.rate(),
+			100*r.g.rate()/r.d.rate(), 100*r.r.rate()/r.d.rate(), 100*r.g.rate()/r.r.rate())
+	}
+	fmt.Fprintf(w, "%-12s %10s %10s %10s %16s %14s %16s\n", "p50 / p99", "direct", "relay", "gateway", "gateway-direct", "relay-direct", "gateway-relay")
+	for _, r := range rows {
+		dp, rp, gp := r.d.quantile(0.5), r.r.quantile(0.5), r.g.quantile(0.5)
+		fmt.Fprintf(w, "%-12s %10s %10s %10s %16s %14s %16s\n", r.name, us(dp), us(rp), us(gp), us(gp-dp), us(rp-dp), us(gp-rp))
+		fmt.Fprintf(w, "%-12s %10s %10s %10s\n", "", us(r.d.quantile(0.99)), us(r.r.quantile(0.99)), us(r.g.quantile(0.99)))
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-12s CPU per call: direct %s, gateway %s; heap allocated per call: direct %d KB, gateway %d KB; ledger Append inside the gateway: p50 %s, p99 %s (%d appends)\n", r.name,
-			r.d.cpuPerCall().Round(time.Microsecond), r.g.cpuPerCall().Round(time.Microsecond), r.d.allocPerCall()>>10, r.g.allocPerCall()>>10,
-			r.app.quantile(0.5).Round(time.Microsecond), r.app.quantile(0.99).Round(time.Microsecond), len(r.app.lat))
+		fmt.Fprintf(w, "%-12s CPU per call: direct %s, relay %s, gateway %s; heap per call: direct %d KB, relay %d KB, gateway %d KB; ledger Append in the gateway: p50 %s, p99 %s (%d appends)\n", r.name,
+			us(r.d.cpuPerCall()), us(r.r.cpuPerCall()), us(r.g.cpuPerCall()), r.d.allocPerCall()>>10, r.r.allocPerCall()>>10, r.g.allocPerCall()>>10,
+			us(r.app.quantile(0.5)), us(r.app.quantile(0.99)), len(r.app.lat))
 	}
 	return nil
+}
+
+// relayServer is the baseline a gateway is measured against besides the
+// direct call: an SDK server whose one tool forwards every call to up over
+// an SDK client session, the same two hops as the gateway with nothing of
+// bastion in between (no gates, no inspection, no ledger). The forwarded
+// call runs on a fresh context, so no per-request SDK state of the first
+// hop reaches the second.
+func relayServer(up *mcp.ClientSession, tool string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "relay", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "echo__" + tool, InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return up.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: req.Params.Arguments})
+		})
+	return s
 }
 
 // heapAllocated is the bytes this process has allocated on the heap so far.

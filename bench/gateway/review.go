@@ -61,13 +61,15 @@ func reviewTarget(ctx context.Context, workDir string, p principal.Principal, ve
 		return fail(fmt.Errorf("submitting the review to poll: %w", err))
 	}
 	srv := reviewmcp.NewServer(svc, reviewmcp.Options{PrincipalFrom: func(context.Context) (principal.Principal, bool) { return p, true }})
+	connectUp := func(ctx context.Context) (mcp.Transport, error) { return upstream.ServeInProcess(ctx, srv) }
 	return target{
 		title:     "review: the design-review server in this process over SQLite, polling a queued job with design_review_get (agent hop: in-memory transport; gateway to upstream: upstream.Pipe)",
 		server:    `kind = "review"`,
 		tool:      "design_review_get",
 		args:      map[string]any{"job_id": sub.Job.JobID},
 		argRule:   "job_id",
-		inProcess: map[string]func(context.Context) (mcp.Transport, error){"echo": func(ctx context.Context) (mcp.Transport, error) { return upstream.ServeInProcess(ctx, srv) }},
+		inProcess: map[string]func(context.Context) (mcp.Transport, error){"echo": connectUp},
+		dialUp:    connectUp,
 		direct:    own(func() (*mcp.ClientSession, error) { return connect(ctx, srv, version) }),
 		close: func() {
 			b.Close()

@@ -29,6 +29,7 @@ type target struct {
 	argRule   string         // the argument the policy requires; "" means text
 	deps      upstream.Deps
 	inProcess map[string]func(context.Context) (mcp.Transport, error)
+	dialUp    func(context.Context) (mcp.Transport, error) // how the relay reaches the upstream, as the gateway does
 	direct    opener
 	close     func() // ends the direct session and the upstream
 }
@@ -68,6 +69,7 @@ func inprocTarget(ctx context.Context, version string) target {
 		title:     "inproc: zero-work echo server in this process (agent hop: in-memory transport; gateway to upstream: upstream.Pipe)",
 		server:    `kind = "review"`,
 		inProcess: map[string]func(context.Context) (mcp.Transport, error){"echo": connectUp},
+		dialUp:    connectUp,
 		direct:    own(func() (*mcp.ClientSession, error) { return connect(ctx, up, version) }),
 		close:     func() {},
 	}
@@ -87,15 +89,20 @@ func stdioTarget(ctx context.Context, version string) (target, error) {
 	}
 	// The gateway gives its child PATH and nothing else of its environment;
 	// the direct child gets the same.
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	child := func(context.Context) (mcp.Transport, error) {
+		cmd := exec.Command(bin)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		return &mcp.CommandTransport{Command: cmd}, nil
+	}
+	direct, _ := child(ctx)
+	cs, err := newClient().Connect(ctx, direct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		os.RemoveAll(dir)
 		return target{}, err
 	}
 	return target{
 		title:  "stdio: testmcp child process (" + bin + "), one child per path",
+		dialUp: child,
 		server: "kind = \"stdio\"\ncommand = " + strconv.Quote(bin),
 		direct: shared(cs),
 		close: func() {
@@ -133,7 +140,11 @@ func httpTarget(ctx context.Context, c int, version string) (target, error) {
 	// The connection pool the egress guard gives the gateway's upstream
 	// client, so both paths reuse connections alike.
 	hc := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true, MaxIdleConns: 32, MaxIdleConnsPerHost: 16, IdleConnTimeout: 60 * time.Second}}
-	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	dial := func(context.Context) (mcp.Transport, error) {
+		return &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil
+	}
+	direct, _ := dial(ctx)
+	cs, err := newClient().Connect(ctx, direct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		stop()
 		return target{}, err
@@ -141,6 +152,7 @@ func httpTarget(ctx context.Context, c int, version string) (target, error) {
 	return target{
 		title:  "http: testmcp behind bastion's edge on loopback Streamable HTTP (" + url + ")",
 		server: "kind = \"http\"\nurl = " + strconv.Quote(url) + "\nallow_private = true",
+		dialUp: dial,
 		deps:   upstream.Deps{Guard: egress.NewGuard(egress.Policy{}, nil)},
 		direct: shared(cs),
 		close: func() {
