@@ -5,16 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/tetratelabs/wazero"
 
+	"github.com/bastion-mcp/bastion/internal/testmcp"
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
@@ -47,16 +46,8 @@ func run(m *testing.M) int {
 	os.Setenv(secretVar, "bastion-own-secret")
 	os.Setenv(tokenVar, "configured-token")
 
-	nativeBin = filepath.Join(dir, "testmcp")
-	wasmBin = filepath.Join(dir, "testmcp.wasm")
-	var wg sync.WaitGroup
-	var nerr, werr error
-	wg.Go(func() { nerr = goBuild(nativeBin, nil) })
-	wg.Go(func() { werr = goBuild(wasmBin, []string{"GOOS=wasip1", "GOARCH=wasm"}) })
-	wg.Wait()
-	if nerr != nil || werr != nil {
-		buildErr = fmt.Errorf("building testmcp: %v %v", nerr, werr)
-	}
+	bins, err := testmcp.Build(dir, true)
+	nativeBin, wasmBin, buildErr = bins.Native, bins.Wasm, err
 	// Compiled Wasm code is cached on disk across runs of this test binary;
 	// wazero keys entries by module hash and its own version.
 	cacheDir := filepath.Join(os.TempDir(), "bastion-upstream-test-wazero")
@@ -64,16 +55,6 @@ func run(m *testing.M) int {
 		wasmCache = wazero.NewCompilationCache()
 	}
 	return m.Run()
-}
-
-func goBuild(out string, env []string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/bastion-mcp/bastion/internal/testmcp/cmd/testmcp")
-	cmd.Env = append(os.Environ(), env...)
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%v: %s", err, b)
-	}
-	return nil
 }
 
 func needBuild(t testing.TB) {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -81,12 +80,12 @@ func stdioTarget(ctx context.Context, version string) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
-	bin := filepath.Join(dir, "testmcp")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/bastion-mcp/bastion/internal/testmcp/cmd/testmcp")
-	if out, err := build.CombinedOutput(); err != nil {
+	bins, err := testmcp.Build(dir, false)
+	if err != nil {
 		os.RemoveAll(dir)
-		return target{}, fmt.Errorf("building testmcp: %v\n%s", err, out)
+		return target{}, err
 	}
+	bin := bins.Native
 	// The gateway gives its child PATH and nothing else of its environment;
 	// the direct child gets the same.
 	child := func(context.Context) (mcp.Transport, error) {

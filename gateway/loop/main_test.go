@@ -6,10 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/gateway/pin"
+	"github.com/bastion-mcp/bastion/internal/testmcp"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
@@ -42,30 +41,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	nativeBin = filepath.Join(dir, "testmcp")
-	wasmBin = filepath.Join(dir, "testmcp.wasm")
-	var wg sync.WaitGroup
-	var nerr, werr error
-	wg.Go(func() { nerr = goBuild(nativeBin, nil) })
-	wg.Go(func() { werr = goBuild(wasmBin, []string{"GOOS=wasip1", "GOARCH=wasm"}) })
-	wg.Wait()
-	if nerr != nil || werr != nil {
-		buildErr = fmt.Errorf("building testmcp: %v %v", nerr, werr)
-	}
+	bins, err := testmcp.Build(dir, true)
+	nativeBin, wasmBin, buildErr = bins.Native, bins.Wasm, err
 	// Compiled Wasm code is cached on disk across runs of this test binary.
 	if wasmCache, err = wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "bastion-loop-test-wazero")); err != nil {
 		wasmCache = wazero.NewCompilationCache()
 	}
 	return m.Run()
-}
-
-func goBuild(out string, env []string) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "github.com/bastion-mcp/bastion/internal/testmcp/cmd/testmcp")
-	cmd.Env = append(os.Environ(), env...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%v: %s", err, b)
-	}
-	return nil
 }
 
 // bundle is one gateway under test with its real ledger.
