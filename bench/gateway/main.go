@@ -332,9 +332,6 @@ func run(ctx context.Context, w io.Writer, o options) (audit.Report, error) {
 // measure runs one kind's rows through a gateway of its own (sharing the
 // ledger) and prints them.
 func measure(ctx context.Context, w io.Writer, t target, timed *timedLedger, p principal.Principal, o options) error {
-	if t.tool == "" {
-		t.tool, t.args, t.argRule = "echo", map[string]any{"text": "hello, gateway"}, "text"
-	}
 	toml := strings.NewReplacer("%SERVER%", t.server, "%TOOL%", t.tool, "%ARG%", t.argRule).Replace(gatewayTOML)
 	cfg, err := config.Parse("bench.toml", []byte(toml))
 	if err != nil {

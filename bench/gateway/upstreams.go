@@ -19,7 +19,8 @@ import (
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
-// target is one upstream kind, set up for both paths.
+// target is one upstream kind, set up for every path: direct, relay and
+// gateway.
 type target struct {
 	title     string         // what the upstream is, for the table's heading
 	server    string         // the body of the [server.echo] block
@@ -41,20 +42,27 @@ func known(kind string) bool {
 	return false
 }
 
-// newTarget sets up kind's upstream for both paths, for as many callers at
-// once as o.c.
+// newTarget sets up kind's upstream for every path, for as many callers at
+// once as o.c. Unless the kind says otherwise, the tool is testmcp's echo.
 func newTarget(ctx context.Context, kind string, o options, p principal.Principal) (target, error) {
+	var t target
+	var err error
 	switch kind {
 	case "review":
-		return reviewTarget(ctx, o.workDir, p, o.version)
+		t, err = reviewTarget(ctx, o.workDir, p, o.version)
 	case "inproc":
-		return inprocTarget(ctx, o.version), nil
+		t = inprocTarget(ctx, o.version)
 	case "stdio":
-		return stdioTarget(ctx, o.version)
+		t, err = stdioTarget(ctx, o.version)
 	case "http":
-		return httpTarget(ctx, o.c, o.version)
+		t, err = httpTarget(ctx, o.c, o.version)
+	default:
+		err = fmt.Errorf("unknown upstream kind %q", kind)
 	}
-	return target{}, fmt.Errorf("unknown upstream kind %q", kind)
+	if err == nil && t.tool == "" {
+		t.tool, t.args, t.argRule = "echo", map[string]any{"text": "hello, gateway"}, "text"
+	}
+	return t, err
 }
 
 func inprocTarget(ctx context.Context, version string) target {
