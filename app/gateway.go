@@ -103,8 +103,9 @@ func listerPrincipal() principal.Principal {
 // by cfg, connects every configured upstream, and builds the loop. The
 // configuration's kind = "review" servers are o.Review's design-review
 // server (or an App opened here), reached in-process: each principal's
-// calls go over its own session made as that principal, so the review
-// server enforces the caller's tenant and scopes, never a shared identity.
+// calls go to the server made as that principal (its tools called directly,
+// its resources over a session of its own), so the review server enforces
+// the caller's tenant and scopes, never a shared identity.
 func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gateway, error) {
 	log := o.Logger
 	if log == nil {
@@ -135,7 +136,7 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 	}
 
 	shared := map[string]func(context.Context) (mcp.Transport, error){}
-	perPrincipal := map[string]func(context.Context, principal.Principal) (mcp.Transport, error){}
+	perPrincipal := map[string]loop.PrincipalServer{}
 	for name, s := range cfg.Servers {
 		if s.Kind != config.KindReview {
 			continue
@@ -158,7 +159,7 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 		}
 		connect := inProcess(a)
 		shared[name] = func(ctx context.Context) (mcp.Transport, error) { return connect(ctx, listerPrincipal()) }
-		perPrincipal[name] = connect
+		perPrincipal[name] = loop.PrincipalServer{Connect: connect, Call: a.MCPToolHandler}
 	}
 
 	guard := egress.NewGuard(egress.Policy{Logger: log}, net.DefaultResolver)

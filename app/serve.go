@@ -19,10 +19,21 @@ const StopGrace = 5 * time.Second
 // MCPServer returns the design-review MCP server over the App's service for
 // one principal: every call is made as p.
 func (a *App) MCPServer(p principal.Principal) *mcp.Server {
-	return reviewmcp.NewServer(a.Service, reviewmcp.Options{
+	return reviewmcp.NewServer(a.Service, a.mcpOptions(p))
+}
+
+// MCPToolHandler returns the tools of MCPServer(p) as one handler, for the
+// gateway to call in process without a session.
+func (a *App) MCPToolHandler(p principal.Principal) mcp.ToolHandler {
+	return reviewmcp.NewToolHandler(a.Service, a.mcpOptions(p))
+}
+
+// mcpOptions makes the design-review server act for p alone.
+func (a *App) mcpOptions(p principal.Principal) reviewmcp.Options {
+	return reviewmcp.Options{
 		Logger:        a.Log,
 		PrincipalFrom: func(context.Context) (principal.Principal, bool) { return p, true },
-	})
+	}
 }
 
 // RunStdio is `bastion stdio`: it opens the composition in cfg, starts the

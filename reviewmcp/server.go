@@ -30,9 +30,11 @@ package reviewmcp
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bastion-mcp/bastion/principal"
@@ -85,6 +87,41 @@ type Options struct {
 // NewServer panics if the embedded catalog is malformed; the catalog test
 // makes that impossible in a built binary.
 func NewServer(svc Service, o Options) *mcp.Server {
+	a := newAdapter(svc, o)
+	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "bastion design review", Version: a.opts.Version},
+		&mcp.ServerOptions{Logger: a.opts.Logger, Capabilities: capabilities()})
+	for _, d := range toolDefs() {
+		srv.AddTool(a.tool(d), a.handler(d))
+	}
+	srv.AddResourceTemplate(panelTemplate(), a.readPanel)
+	return srv
+}
+
+// NewToolHandler returns the tools of the server NewServer(svc, o) builds
+// as one handler that dispatches on the tool's name, for a gateway that
+// calls them in this process without a session (upstream.Spec.Call). A
+// call gets exactly the result the server's tool would give for the same
+// request; an unknown name is the JSON-RPC error the SDK's server returns.
+func NewToolHandler(svc Service, o Options) mcp.ToolHandler {
+	a := newAdapter(svc, o)
+	handlers := map[string]mcp.ToolHandler{}
+	for _, d := range toolDefs() {
+		handlers[d.name] = a.handler(d)
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var name string
+		if req != nil && req.Params != nil {
+			name = req.Params.Name
+		}
+		h, ok := handlers[name]
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+		}
+		return h(ctx, req)
+	}
+}
+
+func newAdapter(svc Service, o Options) *adapter {
 	if o.Version == "" {
 		o.Version = Version
 	}
@@ -98,14 +135,7 @@ func NewServer(svc Service, o Options) *mcp.Server {
 	if err != nil {
 		panic("reviewmcp: " + err.Error())
 	}
-	a := &adapter{svc: svc, opts: o, cat: cat}
-	srv := mcp.NewServer(&mcp.Implementation{Name: ServerName, Title: "bastion design review", Version: o.Version},
-		&mcp.ServerOptions{Logger: o.Logger, Capabilities: capabilities()})
-	for _, d := range toolDefs() {
-		srv.AddTool(a.tool(d), a.handler(d))
-	}
-	srv.AddResourceTemplate(panelTemplate(), a.readPanel)
-	return srv
+	return &adapter{svc: svc, opts: o, cat: cat}
 }
 
 // capabilities are the capabilities the server declares; tools and resources

@@ -3,7 +3,9 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -137,6 +139,10 @@ type Spec struct {
 	// InProcess: Connect returns a fresh transport to the server for each
 	// session (for example one end of mcp.NewInMemoryTransports).
 	Connect func(ctx context.Context) (mcp.Transport, error)
+	// InProcess, optional: Call answers tools/call without the session, as
+	// the server's own tool handler would (see Conn.CallTool). Everything
+	// else still goes over a session from Connect.
+	Call mcp.ToolHandler
 }
 
 // Change is what an Events.Changed call reports.
@@ -355,6 +361,9 @@ func New(ctx context.Context, spec Spec, deps Deps) (*Conn, error) {
 		c.dial = spec.Connect
 	default:
 		err = fault.New(fault.InvalidArgument, "upstream %s has unknown kind %q", spec.Name, spec.Kind)
+	}
+	if err == nil && spec.Call != nil && spec.Kind != InProcess {
+		err = fault.New(fault.InvalidArgument, "upstream %s: only an in-process server can be called without a session", spec.Name)
 	}
 	if err != nil {
 		return nil, err
@@ -893,6 +902,9 @@ func (c *Conn) CallTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallTo
 	if p == nil {
 		return nil, fault.New(fault.InvalidArgument, "a tool call needs params")
 	}
+	if c.spec.Call != nil {
+		return c.callDirect(ctx, p)
+	}
 	if tok := p.GetProgressToken(); tok != nil {
 		q := *p
 		q.Meta = maps.Clone(p.Meta)
@@ -921,6 +933,62 @@ func (c *Conn) CallTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallTo
 		return err
 	})
 	return res, err
+}
+
+// callDirect answers a tools/call with Spec.Call: no session, no encoding,
+// no goroutine of the SDK's on either side. What a session would give the
+// call still holds: the per-call deadline (the call returns at it even if
+// the handler does not), no context value of the caller's hop, arguments
+// the handler cannot change under the caller, and no progress token, since
+// there is no session to send progress on.
+func (c *Conn) callDirect(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, fault.Wrap(ErrClosed, fault.UpstreamUnavailable, "upstream %s is closed", c.spec.Name)
+	}
+	args, err := rawArguments(p.Arguments)
+	if err != nil {
+		return nil, fault.Wrap(err, fault.InvalidArgument, "the arguments of %s could not be encoded", p.Name)
+	}
+	meta := maps.Clone(p.Meta)
+	delete(meta, "progressToken")
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{
+		Meta: meta, Name: p.Name, Arguments: args, InputResponses: p.InputResponses, RequestState: p.RequestState,
+	}}
+	ctx, cancel := context.WithTimeout(hopContext{ctx}, c.spec.Timeout)
+	defer cancel()
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := c.spec.Call(ctx, req)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-ctx.Done():
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, fault.Wrap(errors.Join(ErrTimeout, ctx.Err()), fault.UpstreamUnavailable,
+				"upstream %s did not answer tools/call %s within %s", c.spec.Name, p.Name, c.spec.Timeout).WithNext(fault.Wait)
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// rawArguments is a call's arguments as JSON the handler owns.
+func rawArguments(v any) (json.RawMessage, error) {
+	switch a := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return bytes.Clone(a), nil
+	}
+	return json.Marshal(v)
 }
 
 // Resources lists all of the upstream's resources.

@@ -18,6 +18,10 @@
 //     read-only mounts that are granted, and no network (wasip1 has no
 //     sockets and no host functions are added). An instance that traps, exits
 //     or overruns a call deadline is closed and replaced, never reused.
+//   - An in-process server may offer its tools as a handler (Spec.Call):
+//     tools/call then skips the session (no encoding, no session goroutines)
+//     and everything else still uses it. The handler gets its own copy of
+//     the arguments and none of the caller's context values.
 //   - Every call has a deadline (Spec.Timeout, DefaultTimeout when unset).
 //     There is no lock on the call path: each Conn multiplexes concurrent
 //     calls over its session, and Conns share nothing, so a slow upstream

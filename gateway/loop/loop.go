@@ -30,8 +30,9 @@
 //     sealed to the caller, the method and the name (rounds.go). An upstream
 //     that speaks only 2025-11-25 reaches such a client through the bridge
 //     (mrtr.go). Each round is a governed, recorded request of its own.
-//   - A server in Deps.ForPrincipal is called over a session of the caller's
-//     own, never over one that acts for someone else (principals.go).
+//   - A server in Deps.ForPrincipal is called as the caller: over a session
+//     of the caller's own, or through its tool handler made for the caller,
+//     never over one that acts for someone else (principals.go).
 //   - Clients share no protocol state: NewServer builds a fresh *mcp.Server
 //     per client, filled only with what that principal may see.
 //   - The call path holds no lock shared between upstreams: the catalog is an
@@ -99,10 +100,21 @@ type Deps struct {
 	// clients; zero means DefaultPinRefresh, negative never.
 	PinRefresh time.Duration
 	// ForPrincipal names in-process servers that act for the principal of
-	// their session: a call made for p goes over a session this function
-	// connects for p, opened on first use and closed when idle. Listing
-	// still uses the shared session Dial opened.
-	ForPrincipal map[string]func(ctx context.Context, p principal.Principal) (mcp.Transport, error)
+	// their session: a call made for p goes to the server made for p,
+	// opened on first use and closed when idle. Listing still uses the
+	// shared session Dial opened.
+	ForPrincipal map[string]PrincipalServer
+}
+
+// PrincipalServer is an in-process server that acts for a principal.
+type PrincipalServer struct {
+	// Connect returns a fresh transport to a session of the server made
+	// as p. Required.
+	Connect func(ctx context.Context, p principal.Principal) (mcp.Transport, error)
+	// Call, when set, returns the server's tools made as p, called without
+	// a session (upstream.Spec.Call): a governed tools/call then costs no
+	// second protocol hop. Resources and prompts still use a session.
+	Call func(p principal.Principal) mcp.ToolHandler
 }
 
 // DefaultPinRefresh is how often a Loop re-reads its pins store.
@@ -238,9 +250,12 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 			return fail(fmt.Errorf("loop: server %s: %w", name, err))
 		}
 		s.conn = conn
-		if connect := deps.ForPrincipal[name]; connect != nil {
+		if ps, ok := deps.ForPrincipal[name]; ok {
+			if ps.Connect == nil {
+				return fail(fmt.Errorf("loop: server %s: ForPrincipal has no Connect", name))
+			}
 			s.perP = &principalConns{
-				name: name, timeout: cfg.TimeoutOr(cfg.Servers[name]), connect: connect,
+				name: name, timeout: cfg.TimeoutOr(cfg.Servers[name]), server: ps,
 				deps:  upstream.Deps{Logger: l.log, Events: logsOnly{events{l}}},
 				conns: map[principalKey]*principalConn{},
 			}

@@ -62,7 +62,7 @@ type setupOpts struct {
 	base      upstream.Deps
 	inProcess map[string]func(context.Context) (mcp.Transport, error)
 	// forPrincipal is loop.Deps.ForPrincipal.
-	forPrincipal map[string]func(context.Context, principal.Principal) (mcp.Transport, error)
+	forPrincipal map[string]loop.PrincipalServer
 	approvals    loop.Approvals
 	pins         pin.Store // nil: in memory
 }

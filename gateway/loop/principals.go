@@ -14,9 +14,11 @@ import (
 // An in-process server that acts for the principal of its session (the
 // review server scopes every job to it) cannot share one upstream session
 // among the gateway's clients: it would act for whoever opened it. For
-// such a server (Deps.ForPrincipal) each principal's calls go over a
-// session of its own, opened on first use and closed when idle; listing,
-// which no principal's rights change, stays on the shared session.
+// such a server (Deps.ForPrincipal) each principal has a Conn of its own,
+// opened on first use and closed when idle: its calls go through the
+// server's tool handler made for it when the server offers one
+// (PrincipalServer.Call), its other requests over a session made for it.
+// Listing, which no principal's rights change, stays on the shared session.
 
 // principalIdle is how long a principal's session stays open unused.
 const principalIdle = 10 * time.Minute
@@ -28,7 +30,7 @@ const maxPrincipalConns = 1024
 type principalConns struct {
 	name    string
 	timeout time.Duration
-	connect func(ctx context.Context, p principal.Principal) (mcp.Transport, error)
+	server  PrincipalServer
 	deps    upstream.Deps
 
 	mu     sync.Mutex
@@ -69,10 +71,14 @@ func (pc *principalConns) get(ctx context.Context, p principal.Principal) (*upst
 	}
 	// An in-process session starts at once; holding the lock while it
 	// does keeps two first calls of one principal from opening two.
-	conn, err := upstream.New(ctx, upstream.Spec{
+	spec := upstream.Spec{
 		Name: pc.name, Kind: upstream.InProcess, Timeout: pc.timeout,
-		Connect: func(ctx context.Context) (mcp.Transport, error) { return pc.connect(ctx, p) },
-	}, pc.deps)
+		Connect: func(ctx context.Context) (mcp.Transport, error) { return pc.server.Connect(ctx, p) },
+	}
+	if pc.server.Call != nil {
+		spec.Call = pc.server.Call(p)
+	}
+	conn, err := upstream.New(ctx, spec, pc.deps)
 	if err != nil {
 		return nil, err
 	}
