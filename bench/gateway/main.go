@@ -337,7 +337,7 @@ func measure(ctx context.Context, w io.Writer, t target, timed *timedLedger, p p
 	if err != nil {
 		return err
 	}
-	l, err := loop.New(ctx, cfg, loop.Deps{Dial: loop.StandardDialer(cfg, t.deps, t.inProcess), Ledger: timed})
+	l, err := loop.New(ctx, cfg, loop.Deps{Dial: loop.StandardDialer(cfg, t.deps, t.inProcess), ForPrincipal: t.forPrincipal, Ledger: timed})
 	if err != nil {
 		return err
 	}

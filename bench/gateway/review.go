@@ -11,6 +11,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/app"
 	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/review"
 	"github.com/bastion-mcp/bastion/reviewmcp"
@@ -33,9 +34,10 @@ func (noCaptures) Recheck(context.Context, engine.RecheckRequest) ([]engine.Rech
 
 // reviewTarget is the gateway's first upstream as `bastion serve --gateway`
 // runs it: the design-review server in process over upstream.Pipe, on a
-// review.Service over SQLite in a fresh data directory under workDir. The
+// review.Service over SQLite in a fresh data directory under workDir, its
+// tools called in process as the caller (loop.PrincipalServer.Call). The
 // tool is the one an agent calls most, design_review_get, polling a queued
-// job; the same server answers the direct path.
+// job; the same server answers the direct path over a session.
 func reviewTarget(ctx context.Context, workDir string, p principal.Principal, version string) (target, error) {
 	dir, err := os.MkdirTemp(workDir, "bench-gateway-review-")
 	if err != nil {
@@ -60,17 +62,29 @@ func reviewTarget(ctx context.Context, workDir string, p principal.Principal, ve
 	if err != nil {
 		return fail(fmt.Errorf("submitting the review to poll: %w", err))
 	}
-	srv := reviewmcp.NewServer(svc, reviewmcp.Options{PrincipalFrom: func(context.Context) (principal.Principal, bool) { return p, true }})
+	// As app.OpenGateway wires it: the review server made as the caller,
+	// its tools called in process without a session, listing over a session.
+	opts := func(p principal.Principal) reviewmcp.Options {
+		return reviewmcp.Options{PrincipalFrom: func(context.Context) (principal.Principal, bool) { return p, true }}
+	}
+	srv := reviewmcp.NewServer(svc, opts(p))
 	connectUp := func(ctx context.Context) (mcp.Transport, error) { return upstream.ServeInProcess(ctx, srv) }
+	asCaller := loop.PrincipalServer{
+		Connect: func(ctx context.Context, p principal.Principal) (mcp.Transport, error) {
+			return upstream.ServeInProcess(ctx, reviewmcp.NewServer(svc, opts(p)))
+		},
+		Call: func(p principal.Principal) mcp.ToolHandler { return reviewmcp.NewToolHandler(svc, opts(p)) },
+	}
 	return target{
-		title:     "review: the design-review server in this process over SQLite, polling a queued job with design_review_get (agent hop: in-memory transport; gateway to upstream: upstream.Pipe)",
-		server:    `kind = "review"`,
-		tool:      "design_review_get",
-		args:      map[string]any{"job_id": sub.Job.JobID},
-		argRule:   "job_id",
-		inProcess: map[string]func(context.Context) (mcp.Transport, error){"echo": connectUp},
-		dialUp:    connectUp,
-		direct:    own(func() (*mcp.ClientSession, error) { return connect(ctx, srv, version) }),
+		title:        "review: the design-review server in this process over SQLite, polling a queued job with design_review_get (agent hop: in-memory transport; gateway to upstream: its tool handler, as serve --gateway calls it; relay to upstream: upstream.Pipe)",
+		server:       `kind = "review"`,
+		tool:         "design_review_get",
+		args:         map[string]any{"job_id": sub.Job.JobID},
+		argRule:      "job_id",
+		inProcess:    map[string]func(context.Context) (mcp.Transport, error){"echo": connectUp},
+		dialUp:       connectUp,
+		forPrincipal: map[string]loop.PrincipalServer{"echo": asCaller},
+		direct:       own(func() (*mcp.ClientSession, error) { return connect(ctx, srv, version) }),
 		close: func() {
 			b.Close()
 			os.RemoveAll(dir)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/edge"
 	"github.com/bastion-mcp/bastion/egress"
+	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/internal/testmcp"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
@@ -29,9 +30,12 @@ type target struct {
 	argRule   string         // the argument the policy requires; "" means text
 	deps      upstream.Deps
 	inProcess map[string]func(context.Context) (mcp.Transport, error)
-	dialUp    func(context.Context) (mcp.Transport, error) // how the relay reaches the upstream, as the gateway does
-	direct    opener
-	close     func() // ends the direct session and the upstream
+	dialUp    func(context.Context) (mcp.Transport, error) // how the relay reaches the upstream
+	// forPrincipal is loop.Deps.ForPrincipal, for an in-process server
+	// that acts for its caller.
+	forPrincipal map[string]loop.PrincipalServer
+	direct       opener
+	close        func() // ends the direct session and the upstream
 }
 
 func known(kind string) bool {
