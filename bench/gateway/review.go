@@ -33,11 +33,12 @@ func (noCaptures) Recheck(context.Context, engine.RecheckRequest) ([]engine.Rech
 }
 
 // reviewTarget is the gateway's first upstream as `bastion serve --gateway`
-// runs it: the design-review server in process over upstream.Pipe, on a
-// review.Service over SQLite in a fresh data directory under workDir, its
-// tools called in process as the caller (loop.PrincipalServer.Call). The
-// tool is the one an agent calls most, design_review_get, polling a queued
-// job; the same server answers the direct path over a session.
+// runs it: the design-review server in this process, on a review.Service
+// over SQLite in a fresh data directory under workDir, its tools called as
+// the caller without a session (loop.PrincipalServer.Call) and its listing
+// over upstream.Pipe. The tool is the one an agent calls most,
+// design_review_get, polling a queued job; the same server answers the
+// direct path over a session, and the relay over upstream.Pipe.
 func reviewTarget(ctx context.Context, workDir string, p principal.Principal, version string) (target, error) {
 	dir, err := os.MkdirTemp(workDir, "bench-gateway-review-")
 	if err != nil {
