@@ -587,7 +587,7 @@ func (c *Conn) Session(ctx context.Context) (*mcp.ClientSession, error) {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return nil, fault.Wrap(ErrClosed, fault.UpstreamUnavailable, "upstream %s is closed", c.spec.Name)
+			return nil, c.closedErr()
 		}
 		if c.sess != nil {
 			s := c.sess
@@ -660,7 +660,7 @@ func (c *Conn) MultiRoundTrip(ctx context.Context) (*Conn, error) {
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, fault.Wrap(ErrClosed, fault.UpstreamUnavailable, "upstream %s is closed", c.spec.Name)
+		return nil, c.closedErr()
 	}
 	spec := c.spec
 	spec.ProtocolVersion = MultiRoundTripVersion
@@ -737,8 +737,7 @@ func (c *Conn) do(ctx context.Context, what string, fn func(ctx context.Context,
 			c.retire(sess)
 			c.log.LogAttrs(ctx, slog.LevelWarn, "wasm instance overran a call deadline; replaced", slog.String("op", what))
 		}
-		return fault.Wrap(errors.Join(ErrTimeout, err), fault.UpstreamUnavailable,
-			"upstream %s did not answer %s within %s", c.spec.Name, what, c.spec.Timeout).WithNext(fault.Wait)
+		return c.timedOut(what, err)
 	case ctx.Err() != nil:
 		return ctx.Err() // the caller cancelled
 	}
@@ -946,7 +945,7 @@ func (c *Conn) callDirect(ctx context.Context, p *mcp.CallToolParams) (*mcp.Call
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, fault.Wrap(ErrClosed, fault.UpstreamUnavailable, "upstream %s is closed", c.spec.Name)
+		return nil, c.closedErr()
 	}
 	args, err := rawArguments(p.Arguments)
 	if err != nil {
@@ -973,11 +972,21 @@ func (c *Conn) callDirect(ctx context.Context, p *mcp.CallToolParams) (*mcp.Call
 		return a.res, a.err
 	case <-ctx.Done():
 		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fault.Wrap(errors.Join(ErrTimeout, ctx.Err()), fault.UpstreamUnavailable,
-				"upstream %s did not answer tools/call %s within %s", c.spec.Name, p.Name, c.spec.Timeout).WithNext(fault.Wait)
+			return nil, c.timedOut("tools/call "+p.Name, ctx.Err())
 		}
 		return nil, ctx.Err()
 	}
+}
+
+func (c *Conn) closedErr() error {
+	return fault.Wrap(ErrClosed, fault.UpstreamUnavailable, "upstream %s is closed", c.spec.Name)
+}
+
+// timedOut is the error of a request (what) that outlived the per-call
+// deadline.
+func (c *Conn) timedOut(what string, err error) error {
+	return fault.Wrap(errors.Join(ErrTimeout, err), fault.UpstreamUnavailable,
+		"upstream %s did not answer %s within %s", c.spec.Name, what, c.spec.Timeout).WithNext(fault.Wait)
 }
 
 // rawArguments is a call's arguments as JSON the handler owns.
