@@ -290,6 +290,8 @@ type Conn struct {
 	prog   map[string]progressRoute                     // rewritten progress token → caller
 	lost   map[*mcp.ClientSession]error                 // why a session ended, for ErrTrapped
 
+	fence *fence // orders relayed notifications before results (fence.go)
+
 	mrtrMu sync.Mutex // guards mrtr and noMRTR; held while the sibling's first session starts
 	mrtr   *Conn      // the multi-round-trip sibling, once started
 	noMRTR bool       // the upstream negotiated an older revision
@@ -343,6 +345,7 @@ func New(ctx context.Context, spec Spec, deps Deps) (*Conn, error) {
 		calls: map[*mcp.ClientSession]map[uint64]Downstream{},
 		prog:  map[string]progressRoute{},
 		lost:  map[*mcp.ClientSession]error{},
+		fence: newFence(),
 	}
 	c.health = Health{State: Starting, Since: time.Now()}
 	var err error
@@ -517,7 +520,7 @@ func (c *Conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	sess, err := c.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: c.spec.ProtocolVersion})
+	sess, err := c.client.Connect(ctx, fencedTransport{t, c.fence}, &mcp.ClientSessionOptions{ProtocolVersion: c.spec.ProtocolVersion})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("upstream %s did not complete its initialize handshake within %s: %w", c.spec.Name, c.spec.ConnectTimeout, err)
@@ -723,6 +726,11 @@ func (c *Conn) do(ctx context.Context, what string, fn func(ctx context.Context,
 	d, _ := DownstreamFrom(ctx)
 	untrack := c.track(sess, d)
 	err = fn(ctx, sess)
+	if err == nil {
+		// Still in flight for routing: the log messages and progress
+		// sent before the answer reach the caller's client before it.
+		c.fence.wait(ctx)
+	}
 	untrack()
 	if err == nil {
 		return nil
@@ -849,6 +857,7 @@ func (c *Conn) changed(ctx context.Context, ch Change) {
 }
 
 func (c *Conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	defer c.fence.done()
 	if c.deps.Events != nil {
 		c.deps.Events.Log(ctx, c.spec.Name, req.Params)
 	}
@@ -861,6 +870,7 @@ func (c *Conn) onUpdated(ctx context.Context, req *mcp.ResourceUpdatedNotificati
 }
 
 func (c *Conn) onProgress(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+	defer c.fence.done()
 	tok, ok := req.Params.ProgressToken.(string)
 	if !ok {
 		return

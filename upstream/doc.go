@@ -64,6 +64,10 @@
 //
 // Progress is routed exactly: each call's progress token is replaced by one
 // unique to the Conn and mapped back to the caller's token and Downstream.
+// A call's log messages and progress reach its client before its result:
+// the SDK hands a response over while the notifications read before it
+// still wait for their handlers, so an answered request waits (boundedly)
+// until those are relayed (fence.go).
 // # Go guests under wazero
 //
 // wazero reports a guest's stdin as blocking, and Go's wasip1 port runs all
