@@ -159,7 +159,7 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 		}
 		connect := inProcess(a)
 		shared[name] = func(ctx context.Context) (mcp.Transport, error) { return connect(ctx, listerPrincipal()) }
-		perPrincipal[name] = loop.PrincipalServer{Connect: connect, Call: a.MCPToolHandler}
+		perPrincipal[name] = loop.PrincipalServer{Connect: connect, Call: a.mcpToolHandler}
 	}
 
 	guard := egress.NewGuard(egress.Policy{Logger: log}, net.DefaultResolver)

@@ -22,9 +22,9 @@ func (a *App) MCPServer(p principal.Principal) *mcp.Server {
 	return reviewmcp.NewServer(a.Service, a.mcpOptions(p))
 }
 
-// MCPToolHandler returns the tools of MCPServer(p) as one handler, for the
+// mcpToolHandler returns the tools of MCPServer(p) as one handler, for the
 // gateway to call in process without a session.
-func (a *App) MCPToolHandler(p principal.Principal) mcp.ToolHandler {
+func (a *App) mcpToolHandler(p principal.Principal) mcp.ToolHandler {
 	return reviewmcp.NewToolHandler(a.Service, a.mcpOptions(p))
 }
 
