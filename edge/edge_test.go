@@ -560,14 +560,21 @@ func slowPost(t *testing.T, url, who string) (release func(), status <-chan int)
 
 func waitInFlight(t *testing.T, e *Edge, n int) {
 	t.Helper()
+	waitInFlightCalls(t, e, n, -1)
+}
+
+// waitInFlightCalls waits until n requests are in flight, calls of them
+// calls (the rest streams); calls < 0 accepts any split.
+func waitInFlightCalls(t *testing.T, e *Edge, n, calls int) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		total, _, _ := e.inflight.snapshot()
-		if total == n {
+		total, c, _ := e.inflight.snapshot()
+		if total == n && (calls < 0 || c == calls) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("in flight = %d, want %d", total, n)
+			t.Fatalf("in flight = %d (%d calls), want %d (%d calls)", total, c, n, calls)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -650,8 +657,12 @@ func TestGracefulDrain(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	cs := connect(t, b.srv.URL+"/mcp", "t1/alice", "2025-11-25")
+	// Alice's handshake has settled to her standalone SSE stream alone (her
+	// last POST may still be in flight when connect returns); only then is
+	// the one call in flight bob's.
+	waitInFlightCalls(t, b.e, 1, 0)
 	release, status := slowPost(t, b.srv.URL+"/mcp", "t1/bob")
-	waitInFlight(t, b.e, 2) // bob's call + alice's standalone SSE stream
+	waitInFlightCalls(t, b.e, 2, 1)
 
 	done := make(chan error, 1)
 	go func() {
