@@ -47,3 +47,39 @@ func BenchmarkInspect(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFlatten compares flatten with the decoder it replaced, in the
+// same run, on a text result and on a structured one (many small members,
+// like a review job's findings).
+func BenchmarkFlatten(b *testing.B) {
+	var findings []any
+	for i := range 40 {
+		findings = append(findings, map[string]any{
+			"id": fmt.Sprintf("f%03d", i), "check": "contrast", "severity": "warning",
+			"route": "/pricing", "viewport": "mobile", "selector": fmt.Sprintf("main > section:nth-child(%d) p", i),
+			"ratio": 3.21, "suggestion": "darken the text to #595959 or larger", "box": []any{12, 340 + i, 300, 24},
+		})
+	}
+	structured, _ := json.Marshal(map[string]any{
+		"content":           []any{map[string]any{"type": "text", "text": "job done"}},
+		"structuredContent": map[string]any{"job": "j1", "status": "done", "findings": findings},
+		"isError":           false,
+	})
+	for _, in := range []struct {
+		name string
+		raw  []byte
+	}{{"text1KiB", payload(1 << 10)}, {"text64KiB", payload(64 << 10)}, {"structured", structured}} {
+		for _, impl := range []struct {
+			name string
+			fn   func([]byte, int) (string, bool, bool)
+		}{{"decoder", decoderFlatten}, {"flatten", new(flattener).flatten}} {
+			b.Run(in.name+"/"+impl.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(in.raw)))
+				for b.Loop() {
+					impl.fn(in.raw, DefaultMaxBytes)
+				}
+			})
+		}
+	}
+}

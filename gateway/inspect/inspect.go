@@ -17,10 +17,8 @@
 package inspect
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/bastion-mcp/bastion/gateway/config"
@@ -63,11 +61,13 @@ type Options struct {
 // DefaultMaxBytes is the default bound on one payload's text.
 const DefaultMaxBytes = 4 << 20
 
-// Scanner runs the detectors. It is immutable and safe for concurrent use.
+// Scanner runs the detectors. It is immutable (but for the buffers its
+// flattener reuses) and safe for concurrent use.
 type Scanner struct {
 	detectors []*detector
 	idx       startIndex
 	maxBytes  int
+	flat      flattener
 }
 
 // BuiltinDetectors lists the names of the built-in detectors.
@@ -142,69 +142,16 @@ func (s *Scanner) ScanText(text string) Result {
 	return r
 }
 
-// ScanJSON scans the strings of a JSON value; text that is not JSON is
-// scanned as text.
+// ScanJSON scans the strings of a JSON value (see flattener.flatten for the
+// text it makes of them); text that is not JSON is scanned as text.
 func (s *Scanner) ScanJSON(raw []byte) Result {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	text, over, ok := s.flat.flatten(raw, s.maxBytes)
+	if !ok {
 		return s.ScanText(string(raw))
 	}
-	var b strings.Builder
-	over := flatten(&b, v, s.maxBytes)
-	r := s.ScanText(b.String())
+	r := s.ScanText(text)
 	r.Oversize = r.Oversize || over
 	return r
-}
-
-// flatten writes the strings of v, one a line, and each object member with
-// a scalar value as "key: value"; it skips image and audio data (base64
-// media the model does not read as text). It reports whether it stopped at max.
-func flatten(b *strings.Builder, v any, max int) bool {
-	if b.Len() > max {
-		return true
-	}
-	switch t := v.(type) {
-	case string:
-		b.WriteString(t)
-		b.WriteByte('\n')
-	case []any:
-		for _, e := range t {
-			if flatten(b, e, max) {
-				return true
-			}
-		}
-	case map[string]any:
-		media := t["type"] == "image" || t["type"] == "audio"
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if media && k == "data" {
-				continue
-			}
-			switch e := t[k].(type) {
-			case string:
-				b.WriteString(k)
-				b.WriteString(": ")
-				b.WriteString(e)
-				b.WriteByte('\n')
-			case float64, bool, nil:
-				b.WriteString(k)
-				b.WriteString(": ")
-				fmt.Fprint(b, e)
-				b.WriteByte('\n')
-			default:
-				b.WriteString(k)
-				b.WriteByte('\n')
-				if flatten(b, e, max) {
-					return true
-				}
-			}
-		}
-	}
-	return b.Len() > max
 }
 
 type scan struct {
