@@ -1,9 +1,12 @@
 // Command gateway measures what the governing gateway costs per tools/call:
 // the same upstream is called directly and through the full loop (routing,
 // policy, pins, rate limit, inspection and the fsynced audit ledger), in one
-// run, alternating rounds, sequentially (latency) and with concurrent callers
-// (throughput). It prints, per upstream kind and row, the throughputs and
-// their ratios, the p50s and p99s, and the p50 overheads.
+// run, alternating rounds, sequentially (latency) and at each level of
+// concurrent callers given (throughput). It prints, per upstream kind and
+// row, the throughputs and their ratios, the p50s and p99s, and the p50
+// overheads; then each path's peak throughput over the rows and the ratios
+// of the peaks, a path's throughput being the most calls per second it
+// sustains, at whatever concurrency that takes.
 //
 // A third path is the baseline that separates the gateway's own cost from
 // the cost of being a hop at all: a relay, an SDK server whose one tool
@@ -41,7 +44,7 @@
 // label path=direct|relay|gateway, so `go tool pprof -tagfocus path=gateway`
 // shows the gateway's share alone.
 //
-//	go run ./bench/gateway [-n 5000] [-c 8] [-rounds 5] [-upstreams inproc,review,stdio,http] [-ledger DIR] [-cpuprofile F] [-memprofile F]
+//	go run ./bench/gateway [-n 5000] [-c 8,32] [-rounds 5] [-upstreams inproc,review,stdio,http] [-ledger DIR] [-cpuprofile F] [-memprofile F]
 package main
 
 import (
@@ -54,6 +57,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -225,18 +229,23 @@ func drive1(ctx context.Context, open opener, tool string, args map[string]any, 
 
 // options is one run's settings, the command's flags.
 type options struct {
-	n, c, rounds int
-	kinds        string // comma-separated upstream kinds
-	version      string // the revision clients offer; "" the SDK's latest
-	ledgerDir    string // "" means a fresh directory under workDir, removed afterwards
-	workDir      string // where fresh directories go; "" means the working directory
+	n, rounds int
+	conc      []int  // the concurrent rows' callers, ascending
+	kinds     string // comma-separated upstream kinds
+	version   string // the revision clients offer; "" the SDK's latest
+	ledgerDir string // "" means a fresh directory under workDir, removed afterwards
+	workDir   string // where fresh directories go; "" means the working directory
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 5000, "calls per measurement")
 	flag.IntVar(&o.rounds, "rounds", 5, "alternate direct and gateway this many times per row, n/rounds calls each, so load from elsewhere on the machine hits both alike")
-	flag.IntVar(&o.c, "c", 8, "concurrent callers for the throughput measurement")
+	o.conc = []int{8, 32}
+	flag.Func("c", "comma-separated numbers of concurrent callers, a throughput row each besides the sequential one (default 8,32)", func(v string) (err error) {
+		o.conc, err = parseLevels(v)
+		return err
+	})
 	flag.StringVar(&o.version, "protocol", upstream.DefaultProtocolVersion, "MCP revision every client offers, direct and through the gateway (empty: the SDK's latest); from 2026-07-28 the gateway forwards over a per-revision upstream session, and bastion's edge serves that revision statelessly, building a server per request")
 	flag.StringVar(&o.kinds, "upstreams", "inproc,review,stdio,http", "comma-separated upstream kinds to measure: inproc, review, stdio, http")
 	flag.StringVar(&o.ledgerDir, "ledger", "", "ledger directory (default a fresh directory under the working directory, removed afterwards)")
@@ -257,7 +266,7 @@ func main() {
 	if *memProfile != "" {
 		runtime.MemProfileRate = 64 << 10
 	}
-	o.c, o.rounds = max(1, o.c), max(1, min(o.rounds, o.n))
+	o.rounds = max(1, min(o.rounds, o.n))
 	if _, err := run(context.Background(), os.Stdout, o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/gateway:", err)
 		pprof.StopCPUProfile()
@@ -361,7 +370,7 @@ func measure(ctx context.Context, w io.Writer, t target, timed *timedLedger, p p
 		open opener
 		tool string
 	}{{"direct", t.direct, t.tool}, {"relay", relayed, "echo__" + t.tool}, {"gateway", governed, "echo__" + t.tool}} {
-		if _, err := drive(ctx, path.name, path.open, path.tool, t.args, warmup(o.n), o.c); err != nil {
+		if _, err := drive(ctx, path.name, path.open, path.tool, t.args, warmup(o.n), o.callers()); err != nil {
 			return fmt.Errorf("%s: %w", path.name, err)
 		}
 	}
@@ -371,7 +380,7 @@ func measure(ctx context.Context, w io.Writer, t target, timed *timedLedger, p p
 		app     result // the ledger's Appends during the gateway rounds
 	}
 	var rows []row
-	for _, conc := range []int{1, o.c} {
+	for _, conc := range o.levels() {
 		var d, r, g, app result
 		for i := range o.rounds {
 			k := o.n/o.rounds + boolInt(i < o.n%o.rounds)
@@ -402,6 +411,13 @@ func measure(ctx context.Context, w io.Writer, t target, timed *timedLedger, p p
 		fmt.Fprintf(w, "%-12s %10.0f %10.0f %10.0f %15.0f%% %13.0f%% %15.0f%%\n", r.name, r.d.rate(), r.r.rate(), r.g.rate(),
 			100*r.g.rate()/r.d.rate(), 100*r.r.rate()/r.d.rate(), 100*r.g.rate()/r.r.rate())
 	}
+	// A path's throughput is its best row: the gateway's group commit, for
+	// one, batches more as callers grow, where direct may peak earlier.
+	var pd, pr, pg float64
+	for _, r := range rows {
+		pd, pr, pg = max(pd, r.d.rate()), max(pr, r.r.rate()), max(pg, r.g.rate())
+	}
+	fmt.Fprintf(w, "%-12s %10.0f %10.0f %10.0f %15.0f%% %13.0f%% %15.0f%%\n", "peak", pd, pr, pg, 100*pg/pd, 100*pr/pd, 100*pg/pr)
 	fmt.Fprintf(w, "%-12s %10s %10s %10s %16s %14s %16s\n", "p50 / p99", "direct", "relay", "gateway", "gateway-direct", "relay-direct", "gateway-relay")
 	for _, r := range rows {
 		dp, rp, gp := r.d.quantile(0.5), r.r.quantile(0.5), r.g.quantile(0.5)
@@ -448,6 +464,30 @@ func writeHeapProfile(name string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// levels is the callers of each row: one, then o.conc.
+func (o options) levels() []int {
+	return append([]int{1}, slices.DeleteFunc(slices.Clone(o.conc), func(c int) bool { return c == 1 })...)
+}
+
+// callers is the most callers of any row.
+func (o options) callers() int { return slices.Max(o.levels()) }
+
+// parseLevels reads -c: positive caller counts, comma-separated.
+func parseLevels(v string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(v, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 || c > 1024 {
+			return nil, fmt.Errorf("%q is not a number of callers from 1 to 1024", f)
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // warmup is how many calls warm each path up before a kind's rows.

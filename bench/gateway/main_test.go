@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,14 +21,15 @@ func TestRun(t *testing.T) {
 	for _, version := range []string{upstream.DefaultProtocolVersion, "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
 			var out bytes.Buffer
-			o := options{n: 24, c: 3, rounds: 2, kinds: strings.Join(kinds, ","), version: version, workDir: t.TempDir()}
+			o := options{n: 24, conc: []int{2, 3}, rounds: 2, kinds: strings.Join(kinds, ","), version: version, workDir: t.TempDir()}
 			rep, err := run(context.Background(), &out, o)
 			if err != nil {
 				t.Fatalf("run: %v\n%s", err, out.String())
 			}
-			// Per kind: the gateway's warm-up, then a sequential and a
-			// concurrent row of n calls each.
-			want := uint64(len(kinds) * (warmup(o.n) + 2*o.n))
+			// Per kind: the gateway's warm-up, then a sequential row and
+			// one per level of concurrency, of n calls each.
+			rows := len(o.levels())
+			want := uint64(len(kinds) * (warmup(o.n) + rows*o.n))
 			if rep.Broken || rep.Records != want {
 				t.Errorf("ledger: %d records, broken=%v; want %d intact", rep.Records, rep.Broken, want)
 			}
@@ -36,9 +38,27 @@ func TestRun(t *testing.T) {
 					t.Errorf("no table for %s in\n%s", k, out.String())
 				}
 			}
-			if got := strings.Count(out.String(), "CPU per call"); got != 2*len(kinds) {
-				t.Errorf("%d rows with CPU and allocation figures, want %d:\n%s", got, 2*len(kinds), out.String())
+			if got := strings.Count(out.String(), "CPU per call"); got != rows*len(kinds) {
+				t.Errorf("%d rows with CPU and allocation figures, want %d:\n%s", got, rows*len(kinds), out.String())
+			}
+			if got := strings.Count(out.String(), "\npeak "); got != len(kinds) {
+				t.Errorf("%d peak rows, want one per kind:\n%s", got, out.String())
 			}
 		})
+	}
+}
+
+func TestParseLevels(t *testing.T) {
+	got, err := parseLevels(" 32,8,8 ")
+	if err != nil || !slices.Equal(got, []int{8, 32}) {
+		t.Errorf("parseLevels(32,8,8) = %v, %v; want [8 32]", got, err)
+	}
+	for _, bad := range []string{"", "0", "-1", "8,x", "2000"} {
+		if _, err := parseLevels(bad); err == nil {
+			t.Errorf("parseLevels(%q) accepted", bad)
+		}
+	}
+	if l := (options{conc: []int{1, 4}}).levels(); !slices.Equal(l, []int{1, 4}) {
+		t.Errorf("levels = %v, want one sequential row then 4", l)
 	}
 }

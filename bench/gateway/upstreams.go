@@ -47,7 +47,7 @@ func known(kind string) bool {
 }
 
 // newTarget sets up kind's upstream for every path, for as many callers at
-// once as o.c. Unless the kind says otherwise, the tool is testmcp's echo.
+// once as o.callers(). Unless the kind says otherwise, the tool is testmcp's echo.
 func newTarget(ctx context.Context, kind string, o options, p principal.Principal) (target, error) {
 	var t target
 	var err error
@@ -59,7 +59,7 @@ func newTarget(ctx context.Context, kind string, o options, p principal.Principa
 	case "stdio":
 		t, err = stdioTarget(ctx, o.version)
 	case "http":
-		t, err = httpTarget(ctx, o.c, o.version)
+		t, err = httpTarget(ctx, o.callers(), o.version)
 	default:
 		err = fmt.Errorf("unknown upstream kind %q", kind)
 	}
