@@ -474,13 +474,18 @@ func (o options) levels() []int {
 // callers is the most callers of any row.
 func (o options) callers() int { return slices.Max(o.levels()) }
 
+// maxCallers bounds -c: the http kind's direct callers share one session
+// behind the edge, which admits at most 64 requests in flight per principal
+// (the session's event stream is one of them).
+const maxCallers = 60
+
 // parseLevels reads -c: positive caller counts, comma-separated.
 func parseLevels(v string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(v, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || c < 1 || c > 1024 {
-			return nil, fmt.Errorf("%q is not a number of callers from 1 to 1024", f)
+		if err != nil || c < 1 || c > maxCallers {
+			return nil, fmt.Errorf("%q is not a number of callers from 1 to %d", f, maxCallers)
 		}
 		if !slices.Contains(out, c) {
 			out = append(out, c)
