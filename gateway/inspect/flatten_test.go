@@ -73,11 +73,17 @@ func sameScan(t *testing.T, raw []byte, max int) {
 	t.Helper()
 	got, gotOver, gotOK := reused.flatten(raw, max)
 	want, wantOver, wantOK := decoderFlatten(raw, max)
+	in := raw[:min(len(raw), 300)] // long inputs are named by their start
 	if gotOK != wantOK {
-		t.Fatalf("flatten(%q) ok = %v, encoding/json ok = %v", raw, gotOK, wantOK)
+		t.Fatalf("flatten(%q) ok = %v, encoding/json ok = %v", in, gotOK, wantOK)
 	}
 	if got, want := got[:min(len(got), max)], want[:min(len(want), max)]; got != want || gotOver != wantOver {
-		t.Fatalf("flatten(%q, %d)\n got %q over=%v\nwant %q over=%v", raw, max, got, gotOver, want, wantOver)
+		i := 0
+		for i < min(len(got), len(want)) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("flatten(%q, %d): text differs from byte %d\n got %q over=%v\nwant %q over=%v",
+			in, max, i, got[i:min(len(got), i+200)], gotOver, want[i:min(len(want), i+200)], wantOver)
 	}
 }
 
