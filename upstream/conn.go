@@ -141,7 +141,7 @@ type Spec struct {
 	Connect func(ctx context.Context) (mcp.Transport, error)
 	// InProcess, optional: Call answers tools/call without the session, as
 	// the server's own tool handler would (see Conn.CallTool). Everything
-	// else still goes over a session from Connect.
+	// else still goes over a session from Connect, started on first need.
 	Call mcp.ToolHandler
 }
 
@@ -280,6 +280,11 @@ type Conn struct {
 	stop    context.CancelFunc
 	done    chan struct{} // closed when the supervisor exits
 	nextTok atomic.Uint64
+	// wanted is closed by the first Session of a Conn whose tool calls
+	// need no session (Spec.Call); the supervisor connects only then.
+	// Nil when the supervisor connects at once.
+	wanted     chan struct{}
+	wantedOnce sync.Once
 
 	mu     sync.Mutex
 	sess   *mcp.ClientSession // the live session, or nil
@@ -307,7 +312,9 @@ type progressRoute struct {
 
 // New validates spec, prepares its transport (compiling a Wasm module) and
 // starts the supervisor, which connects in the background. Call Session to
-// wait for the first session (and fail fast at startup).
+// wait for the first session (and fail fast at startup). When spec.Call is
+// set, tool calls need no session, so the supervisor waits for the first
+// Session before it connects: a Conn only ever called stays without one.
 func New(ctx context.Context, spec Spec, deps Deps) (*Conn, error) {
 	if spec.Name == "" {
 		return nil, fault.New(fault.InvalidArgument, "an upstream needs a name")
@@ -393,6 +400,9 @@ func New(ctx context.Context, spec Spec, deps Deps) (*Conn, error) {
 	// may become the upstream sessions' own.
 	sctx, stop := context.WithCancel(context.Background())
 	c.stop = stop
+	if spec.Call != nil {
+		c.wanted = make(chan struct{})
+	}
 	go c.supervise(sctx)
 	return c, nil
 }
@@ -457,10 +467,18 @@ func (c *Conn) setStateLocked(s State, err error) {
 	}
 }
 
-// supervise keeps one session alive until ctx ends: connect, wait for the
-// session to end, back off, reconnect.
+// supervise keeps one session alive until ctx ends: connect (for a Conn
+// with Spec.Call, once a session is first wanted), wait for the session to
+// end, back off, reconnect.
 func (c *Conn) supervise(ctx context.Context) {
 	defer close(c.done)
+	if c.wanted != nil {
+		select {
+		case <-c.wanted:
+		case <-ctx.Done():
+			return
+		}
+	}
 	fails := 0
 	first := true
 	for ctx.Err() == nil {
@@ -586,6 +604,9 @@ func (c *Conn) retire(sess *mcp.ClientSession) {
 // Session returns the live session, waiting within ctx for one while the
 // upstream (re)starts.
 func (c *Conn) Session(ctx context.Context) (*mcp.ClientSession, error) {
+	if c.wanted != nil {
+		c.wantedOnce.Do(func() { close(c.wanted) })
+	}
 	for {
 		c.mu.Lock()
 		if c.closed {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,16 +17,20 @@ import (
 // TestCallDirect: an in-process server with Spec.Call answers tools/call
 // through it, with arguments as JSON of the handler's own and no context
 // value of the caller's; a caller's map is encoded, a raw message copied.
-// Everything else still uses the session.
+// Everything else still uses the session, which starts on first need.
 func TestCallDirect(t *testing.T) {
 	t.Parallel()
 	type key struct{}
+	var dials atomic.Int32
 	var got *mcp.CallToolParamsRaw
 	var gotArgs string
 	var leaked any
 	c, err := upstream.New(context.Background(), upstream.Spec{
 		Name: "d", Kind: upstream.InProcess,
-		Connect: func(ctx context.Context) (mcp.Transport, error) { return upstream.ServeInProcess(ctx, pipeServer()) },
+		Connect: func(ctx context.Context) (mcp.Transport, error) {
+			dials.Add(1)
+			return upstream.ServeInProcess(ctx, pipeServer())
+		},
 		Call: func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			got, gotArgs, leaked = req.Params, string(req.Params.Arguments), ctx.Value(key{})
 			req.Params.Arguments[0] = 'X' // the caller's bytes must not change
@@ -53,10 +58,18 @@ func TestCallDirect(t *testing.T) {
 	if _, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "map"}}); err != nil || gotArgs != `{"text":"map"}` {
 		t.Errorf("map arguments reached the handler as %s (%v)", gotArgs, err)
 	}
+	// A supervisor that connected at once would have dialed by now.
+	time.Sleep(200 * time.Millisecond)
+	if n := dials.Load(); n != 0 {
+		t.Errorf("calls alone opened %d sessions; want none until something needs one", n)
+	}
 	// Listing still goes over the session.
 	tools, err := c.Tools(ctx)
 	if err != nil || len(tools) != 1 || tools[0].Name != "echo" {
 		t.Errorf("Tools = %v, %v; want the session's echo", tools, err)
+	}
+	if n := dials.Load(); n != 1 {
+		t.Errorf("listing opened %d sessions, want 1", n)
 	}
 	c.Close()
 	if _, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "echo"}); !errors.Is(err, upstream.ErrClosed) {
@@ -98,5 +111,41 @@ func TestCallOnlyInProcess(t *testing.T) {
 	}, upstream.Deps{})
 	if f, ok := fault.As(err); !ok || f.Code != fault.InvalidArgument {
 		t.Fatalf("New = %v; want INVALID_ARGUMENT", err)
+	}
+}
+
+// TestCallDirectCloseUnused: a Conn that was only ever called, and so never
+// connected, closes at once.
+func TestCallDirectCloseUnused(t *testing.T) {
+	t.Parallel()
+	c, err := upstream.New(context.Background(), upstream.Spec{
+		Name: "d", Kind: upstream.InProcess,
+		Connect: func(ctx context.Context) (mcp.Transport, error) {
+			t.Error("an unused Conn connected")
+			return upstream.ServeInProcess(ctx, pipeServer())
+		},
+		Call: func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		},
+	}, upstream.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // a supervisor that connected at once would have dialed by now
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close of a Conn that never connected did not return")
+	}
+	if h := c.Health(); h.State == upstream.Ready {
+		t.Errorf("health %v; a Conn that never connected is not ready", h.State)
 	}
 }

@@ -17,7 +17,8 @@ import (
 // such a server (Deps.ForPrincipal) each principal has a Conn of its own,
 // opened on first use and closed when idle: its calls go through the
 // server's tool handler made for it when the server offers one
-// (PrincipalServer.Call), its other requests over a session made for it.
+// (PrincipalServer.Call), its other requests over a session made for it
+// (with a handler, opened only when such a request comes).
 // Listing, which no principal's rights change, stays on the shared session.
 
 // principalIdle is how long a principal's session stays open unused.
@@ -69,8 +70,9 @@ func (pc *principalConns) get(ctx context.Context, p principal.Principal) (*upst
 	if now.Sub(pc.swept) > time.Minute || len(pc.conns) >= maxPrincipalConns {
 		pc.sweepLocked(now)
 	}
-	// An in-process session starts at once; holding the lock while it
-	// does keeps two first calls of one principal from opening two.
+	// New only starts the Conn's supervisor (a session of its own comes
+	// at once, or with a tool handler on first need); holding the lock
+	// keeps two first calls of one principal from making two Conns.
 	spec := upstream.Spec{
 		Name: pc.name, Kind: upstream.InProcess, Timeout: pc.timeout,
 		Connect: func(ctx context.Context) (mcp.Transport, error) { return pc.server.Connect(ctx, p) },
