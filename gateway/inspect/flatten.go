@@ -100,9 +100,10 @@ type parser struct {
 	max     int
 }
 
-// release keeps p for reuse unless one large payload has grown it.
+// release keeps p for reuse unless one large payload has grown it past
+// about a megabyte of text or of nodes (a node is 80 bytes).
 func (f *flattener) release(p *parser) {
-	if cap(p.arena) > 1<<20 || cap(p.nodes) > 1<<16 {
+	if cap(p.arena) > 1<<20 || cap(p.nodes) > 1<<14 {
 		return
 	}
 	*p = parser{nodes: p.nodes[:0], arena: p.arena[:0], members: p.members[:0], num: p.num[:0]}
