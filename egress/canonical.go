@@ -16,7 +16,8 @@ const MaxURLLen = 2048
 // Canonicalize parses raw and returns its one canonical spelling, or a
 // URL_NOT_ALLOWED error. The rules:
 //
-//   - absolute http(s) URL with a host, at most MaxURLLen bytes; no spaces,
+//   - absolute http(s) URL with a host, at most MaxURLLen bytes both as given
+//     and as canonically spelled (escaping can lengthen it); no spaces,
 //     control characters or backslashes anywhere (parsers disagree on them);
 //   - no userinfo, and no '@' or percent-escape in the authority;
 //   - the fragment is dropped, the query kept, an empty path becomes "/";
@@ -135,6 +136,11 @@ func canonicalize(raw string) (*url.URL, uint16, error) {
 	out := &url.URL{Scheme: scheme, Host: hostport, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
 	if out.Path == "" {
 		out.Path, out.RawPath = "/", ""
+	}
+	// Escaping can triple a byte, so a URL that fits as given may not fit as
+	// spelled; refusing it here keeps every accepted URL acceptable again.
+	if len(out.String()) > MaxURLLen {
+		return nil, 0, notAllowed("the URL must be 1 to %d bytes long once its path and query are escaped", MaxURLLen)
 	}
 	return out, port, nil
 }

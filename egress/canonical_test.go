@@ -52,6 +52,10 @@ func TestCanonicalize(t *testing.T) {
 		// Scheme, port and shape.
 		{"Empty", strictGuard, "", ""},
 		{"TooLong", strictGuard, "https://example.com/" + strings.Repeat("a", MaxURLLen), ""},
+		// 700 quotes fit as given but not once each is spelled %22.
+		{"TooLongEscaped", strictGuard, "https://example.com/" + strings.Repeat(`"`, 700), ""},
+		{"LongestEscaped", strictGuard, "https://example.com/" + strings.Repeat(`"`, (MaxURLLen-20)/3),
+			"https://example.com/" + strings.Repeat("%22", (MaxURLLen-20)/3)},
 		{"HTTPDenied", strictGuard, "http://example.com/", ""},
 		{"FTP", strictGuard, "ftp://example.com/", ""},
 		{"Javascript", strictGuard, "javascript:alert(1)", ""},
