@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/bastion-mcp/bastion/internal/testmcp"
+	"github.com/bastion-mcp/bastion/internal/testmcp/wasmcache"
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
@@ -48,11 +48,8 @@ func run(m *testing.M) int {
 
 	bins, err := testmcp.Build(dir, true)
 	nativeBin, wasmBin, buildErr = bins.Native, bins.Wasm, err
-	// Compiled Wasm code is cached on disk across runs of this test binary;
-	// wazero keys entries by module hash and its own version.
-	cacheDir := filepath.Join(os.TempDir(), "bastion-upstream-test-wazero")
-	if wasmCache, err = wazero.NewCompilationCacheWithDir(cacheDir); err != nil {
-		wasmCache = wazero.NewCompilationCache()
+	if buildErr == nil {
+		wasmCache, buildErr = wasmcache.Warm("bastion-upstream-test-wazero", wasmBin)
 	}
 	return m.Run()
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/gateway/pin"
 	"github.com/bastion-mcp/bastion/internal/testmcp"
+	"github.com/bastion-mcp/bastion/internal/testmcp/wasmcache"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
@@ -43,9 +43,8 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	bins, err := testmcp.Build(dir, true)
 	nativeBin, wasmBin, buildErr = bins.Native, bins.Wasm, err
-	// Compiled Wasm code is cached on disk across runs of this test binary.
-	if wasmCache, err = wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "bastion-loop-test-wazero")); err != nil {
-		wasmCache = wazero.NewCompilationCache()
+	if buildErr == nil {
+		wasmCache, buildErr = wasmcache.Warm("bastion-loop-test-wazero", wasmBin)
 	}
 	return m.Run()
 }
