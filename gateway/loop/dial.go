@@ -73,6 +73,10 @@ func StandardDialer(f *config.File, base upstream.Deps, inProcess map[string]fun
 		if _, err := c.Session(ctx); err != nil {
 			last := c.Health().LastError
 			c.Close()
+			if last == "" {
+				// No attempt has failed: the first is still under way.
+				return nil, fmt.Errorf("first session: %w (its first attempt had not finished)", err)
+			}
 			return nil, fmt.Errorf("first session: %w (last error: %s)", err, last)
 		}
 		return c, nil
