@@ -1,0 +1,258 @@
+// Layout: boxes that leave the viewport or their container, clipped text,
+// overlapping content and occluded controls.
+
+package checks
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bastion-mcp/bastion/engine"
+)
+
+// viewport's right edge.
+func (j *judge) viewportOverflow() {
+	vw := j.s.Width
+	// An element crosses the edge when its own box does, or its own text
+	// (an unbreakable word, a long URL) runs past it.
+	crosses := func(e *Element) bool {
+		if !shown(e) {
+			return false
+		}
+		if e.Box.X+e.Box.W > vw+edgeTolerance && e.Box.X < vw {
+			return true
+		}
+		if e.Text != nil && !e.OwnClipX {
+			for _, r := range e.Text.Rects {
+				if r.X+r.W > vw+edgeTolerance && r.X < vw {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	right := func(e *Element) float64 {
+		r := e.Box.X + e.Box.W
+		if e.Text != nil && !e.OwnClipX {
+			for _, t := range e.Text.Rects {
+				r = math.Max(r, t.X+t.W)
+			}
+		}
+		return r
+	}
+	for i := range j.s.Elements {
+		e := &j.s.Elements[i]
+		if e.Tag == "html" || !crosses(e) || e.Fixed || e.InScroller || e.ClipX || e.Transformed {
+			continue
+		}
+		outer := true
+		for p := j.el(e.Parent); p != nil; p = j.el(p.Parent) {
+			if p.Tag != "html" && crosses(p) {
+				outer = false
+				break
+			}
+		}
+		if !outer {
+			continue
+		}
+		over := right(e) - vw
+		sev := engine.Minor
+		if over > 16 {
+			sev = engine.Major
+		}
+		j.add(engine.Finding{
+			Kind: KindViewportOverflow, Severity: sev,
+			Title:       fmt.Sprintf("Element runs %s past the viewport's right edge", px(over)),
+			Description: fmt.Sprintf("%s is %s wide and its content ends at x=%s in a %s viewport, so the page scrolls sideways or cuts it off.", e.Tag, px(e.Box.W), px(right(e)), px(vw)),
+			Selector:    e.Selector, Box: e.Box,
+			Facts: engine.Facts{"overflow_px": over, "viewport_width": vw, "element_width": e.Box.W, "element_right": right(e)},
+			Fix:   fmt.Sprintf("Constrain %s to the viewport: max-width: 100%% (or remove its fixed width of %s), let it wrap, or put it in an overflow-x: auto container.", e.Selector, px(e.Box.W)),
+		})
+	}
+}
+
+// containerEscape: an in-flow element whose box extends past the nearest
+// visibly bounded ancestor (own background, border or shadow).
+func (j *judge) containerEscape() {
+	vw := j.s.Width
+	escape := func(e, b *Element) (right, bottom, left float64) {
+		return e.Box.X + e.Box.W - (b.Box.X + b.Box.W), e.Box.Y + e.Box.H - (b.Box.Y + b.Box.H), b.Box.X - e.Box.X
+	}
+	for i := range j.s.Elements {
+		e := &j.s.Elements[i]
+		if !shown(e) || e.Fixed || e.InScroller || e.Transformed || e.Transform || e.Offset || e.Tag == "html" || e.Tag == "body" {
+			continue
+		}
+		if e.Position != "static" && e.Position != "relative" {
+			continue
+		}
+		if e.Box.X+e.Box.W > vw+edgeTolerance {
+			continue // viewport_overflow reports it
+		}
+		// The nearest bounded ancestor, through in-flow ancestors only.
+		var b *Element
+		ok := true
+		for p := j.el(e.Parent); p != nil; p = j.el(p.Parent) {
+			if p.Tag == "body" || p.Tag == "html" {
+				break
+			}
+			if p.Bounded {
+				b = p
+				break
+			}
+			if p.Position != "static" && p.Position != "relative" || p.Transform {
+				ok = false
+				break
+			}
+		}
+		if b == nil || !ok || !shown(b) {
+			continue
+		}
+		r, bo, l := escape(e, b)
+		if e.ClipX {
+			r, l = 0, 0
+		}
+		if e.ClipY {
+			bo = 0
+		}
+		worst := math.Max(r, math.Max(bo, l))
+		if worst <= escapeMin {
+			continue
+		}
+		if p := j.el(e.Parent); p != b {
+			pr, pb, pl := escape(p, b)
+			if math.Max(pr, math.Max(pb, pl)) > escapeMin && shown(p) {
+				continue // the parent escapes too: it is the outer offender
+			}
+		}
+		side := "right"
+		switch worst {
+		case bo:
+			side = "bottom"
+		case l:
+			side = "left"
+		}
+		sev := engine.Minor
+		if worst >= 16 {
+			sev = engine.Major
+		}
+		j.add(engine.Finding{
+			Kind: KindContainerEscape, Severity: sev,
+			Title:       fmt.Sprintf("Element spills %s out of its container's %s edge", px(worst), side),
+			Description: fmt.Sprintf("%s extends %s past the %s edge of %s, which draws a visible box around it.", e.Tag, px(worst), side, b.Selector),
+			Selector:    e.Selector, Box: e.Box,
+			Facts: engine.Facts{"escape_px": worst, "edge": side, "container": b.Selector, "container_width": b.Box.W, "container_height": b.Box.H},
+			Fix:   fmt.Sprintf("Let %s fit %s: give it max-width: 100%% or min-width: 0 (flex/grid items), allow wrapping (overflow-wrap: anywhere), or drop the fixed height on the container.", e.Selector, b.Selector),
+		})
+	}
+}
+
+// textClipped: text that an overflow:hidden/clip box cuts off, except
+// deliberate truncation (text-overflow: ellipsis, line-clamp, masks,
+// collapsed disclosure panels).
+func (j *judge) textClipped() {
+	for i := range j.s.Elements {
+		e := &j.s.Elements[i]
+		c := e.Clip
+		if c == nil || !shown(e) || c.Masked || c.Collapsed {
+			continue
+		}
+		x, y := c.X, c.Y
+		if c.Ellipsis {
+			x = 0
+		}
+		if c.LineClamp {
+			y = 0
+		}
+		if x <= edgeTolerance && y <= edgeTolerance {
+			continue
+		}
+		axis, cut := "horizontally", x
+		fix := fmt.Sprintf("Let %s widen with its text (drop the fixed width or white-space: nowrap), or truncate on purpose with text-overflow: ellipsis and expose the full text (title or tooltip).", e.Selector)
+		if y > x {
+			axis, cut = "vertically", y
+			fix = fmt.Sprintf("Let %s grow with its text (min-height instead of height or max-height, or remove overflow: hidden), or clamp on purpose with -webkit-line-clamp and a way to read the rest.", e.Selector)
+		}
+		j.add(engine.Finding{
+			Kind: KindTextClipped, Severity: engine.Major,
+			Title:       fmt.Sprintf("Text cut off %s by %s", axis, px(cut)),
+			Description: fmt.Sprintf("%s hides its overflow and its text runs %s past its edge, so readers lose part of it.", e.Tag, px(cut)),
+			Selector:    e.Selector, Box: e.Box,
+			Facts: engine.Facts{"clipped_x_px": x, "clipped_y_px": y, "box_width": e.Box.W, "box_height": e.Box.H},
+			Fix:   fix,
+		})
+	}
+}
+
+// overlap: unrelated text whose line boxes intersect with no opaque surface
+// between them (an opaque surface means a deliberate overlay such as a
+// badge, menu or dialog). It blames the top element's branch under the
+// lowest common ancestor.
+func (j *judge) overlap() {
+	seen := map[string]bool{}
+	for _, o := range j.s.Overlaps {
+		top, bottom := j.el(o.Top), j.el(o.Bottom)
+		if top == nil || bottom == nil || o.Surface || !shown(top) || !shown(bottom) {
+			continue
+		}
+		if o.W < 4 || o.H < math.Max(3, 0.3*o.LineH) {
+			continue // glyph boxes that merely touch
+		}
+		off := j.branch(o.Top, o.Bottom)
+		if off == nil || seen[off.Selector] {
+			continue
+		}
+		seen[off.Selector] = true
+		ob := j.branch(o.Bottom, o.Top)
+		other := bottom.Selector
+		if ob != nil {
+			other = ob.Selector
+		}
+		j.add(engine.Finding{
+			Kind: KindOverlap, Severity: engine.Major,
+			Title:       "Text overlaps other text",
+			Description: fmt.Sprintf("Text in %s is drawn over text in %s (%s × %s intersect), so both become hard to read.", off.Selector, other, px(o.W), px(o.H)),
+			Selector:    off.Selector, Box: off.Box,
+			Facts: engine.Facts{"overlap_w_px": o.W, "overlap_h_px": o.H, "overlap_area_px2": o.Area, "other": other},
+			Fix:   fmt.Sprintf("Remove the negative margin, offset or absolute position that puts %s over %s, or reserve space for it.", off.Selector, other),
+		})
+	}
+}
+
+// branch returns the ancestor-or-self of a that is a child of the lowest
+// common ancestor of a and b.
+func (j *judge) branch(a, b int) *Element {
+	anc := map[int]bool{}
+	for p := b; p >= 0; p = j.el(p).Parent {
+		anc[p] = true
+	}
+	prev := a
+	for p := j.el(a).Parent; p >= 0; p = j.el(p).Parent {
+		if anc[p] {
+			return j.el(prev)
+		}
+		prev = p
+	}
+	return nil
+}
+
+// occluded: a control whose centre hit-tests to an unrelated element.
+func (j *judge) occluded() {
+	for i := range j.s.Elements {
+		e := &j.s.Elements[i]
+		c := e.Control
+		if c == nil || c.Hit != "other" || c.Disabled || c.NoPointer || !shown(e) {
+			continue
+		}
+		j.add(engine.Finding{
+			Kind: KindOccludedControl, Severity: engine.Major,
+			Title:       "Control is covered by another element",
+			Description: fmt.Sprintf("A click at the centre of this %s lands on %s instead, so the control cannot be used there.", c.Role, c.HitBy),
+			Selector:    e.Selector, Box: e.Box,
+			Facts: engine.Facts{"covered_by": c.HitBy, "role": c.Role, "center_x": e.Box.X + e.Box.W/2, "center_y": e.Box.Y + e.Box.H/2},
+			Fix:   fmt.Sprintf("Move %s out from over %s, give it pointer-events: none if it is decorative, or fix the stacking (z-index) so the control is on top.", c.HitBy, e.Selector),
+		})
+	}
+}
+
+// tapTarget: WCAG 2.2 SC 2.5.8 (24×24 CSS px, with the spacing and

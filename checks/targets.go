@@ -1,0 +1,89 @@
+// Targets: pointer target size and spacing (WCAG 2.2 SC 2.5.8).
+
+package checks
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/bastion-mcp/bastion/engine"
+)
+
+// inline-link exceptions and the user-agent-default exception) on mobile
+// and tablet; buttons under 44 px on mobile get an advisory nit (2.5.5).
+func (j *judge) tapTarget() {
+	if j.s.Viewport != engine.Mobile && j.s.Viewport != engine.Tablet {
+		return
+	}
+	type target struct {
+		e   *Element
+		box engine.Rect
+	}
+	var ts []target
+	for i := range j.s.Elements {
+		e := &j.s.Elements[i]
+		c := e.Control
+		if c == nil || c.Disabled || c.NoPointer || !shown(e) || e.InControl != nil || c.Hit == "ancestor" {
+			continue
+		}
+		box := e.Box
+		if c.LabelBox != nil && c.LabelBox.W*c.LabelBox.H > box.W*box.H && (c.Role == "checkbox" || c.Role == "radio") {
+			box = *c.LabelBox
+		}
+		ts = append(ts, target{e, box})
+	}
+	small := func(r engine.Rect) bool { return math.Min(r.W, r.H) < minTarget-0.01 }
+	for k, t := range ts {
+		c := t.e.Control
+		if c.Inline || c.UASized {
+			continue
+		}
+		w, h := t.box.W, t.box.H
+		if !small(t.box) {
+			if j.s.Viewport == engine.Mobile && c.Role == "button" && math.Min(w, h) < comfyTarget-0.01 {
+				j.add(engine.Finding{
+					Kind: KindTapTarget, Severity: engine.Nit, Advisory: true,
+					Title:       fmt.Sprintf("Button is %s × %s; 44 × 44 is comfortable on touch", px(w), px(h)),
+					Description: "WCAG 2.5.8's 24 px minimum is met, but 2.5.5 (AAA) and platform guidelines ask for 44 × 44 CSS px on touch screens.",
+					Selector:    t.e.Selector, Box: t.box,
+					Facts: engine.Facts{"width_px": w, "height_px": h, "recommended_px": comfyTarget},
+					Fix:   fmt.Sprintf("Give %s min-height: 44px (and min-width: 44px) with padding.", t.e.Selector),
+				})
+			}
+			continue
+		}
+		// Spacing exception: a 24 px circle on the target's centre must not
+		// meet another target, nor another small target's circle.
+		cx, cy := t.box.X+t.box.W/2, t.box.Y+t.box.H/2
+		crowded := ""
+		for m, o := range ts {
+			if m == k {
+				continue
+			}
+			ox, oy := o.box.X+o.box.W/2, o.box.Y+o.box.H/2
+			dx := math.Max(0, math.Max(o.box.X-cx, cx-(o.box.X+o.box.W)))
+			dy := math.Max(0, math.Max(o.box.Y-cy, cy-(o.box.Y+o.box.H)))
+			if math.Hypot(dx, dy) < minTarget/2 || (small(o.box) && math.Hypot(ox-cx, oy-cy) < minTarget) {
+				crowded = o.e.Selector
+				break
+			}
+		}
+		if crowded == "" {
+			continue
+		}
+		sev := engine.Major
+		if j.s.Viewport == engine.Tablet {
+			sev = engine.Minor
+		}
+		j.add(engine.Finding{
+			Kind: KindTapTarget, Severity: sev,
+			Title:       fmt.Sprintf("Tap target %s × %s is under 24 × 24 px", px(w), px(h)),
+			Description: fmt.Sprintf("This %s is smaller than WCAG 2.2's 24 × 24 CSS px minimum (2.5.8) and too close to %s for the spacing exception.", c.Role, crowded),
+			Selector:    t.e.Selector, Box: t.box,
+			Facts: engine.Facts{"width_px": w, "height_px": h, "minimum_px": minTarget, "nearest_target": crowded},
+			Fix:   fmt.Sprintf("Make %s at least 24 × 24 px (padding or min-width/min-height), or space it so a 24 px circle around it touches no other target.", t.e.Selector),
+		})
+	}
+}
+
+// offTokenColor: colours the page's CSS sets that are perceptibly off every

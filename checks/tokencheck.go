@@ -1,0 +1,245 @@
+// Design tokens: colours, spacing and vertical rhythm against the page's
+// token set.
+
+package checks
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/tokens"
+)
+
+// token colour (CIEDE2000 > maxColorDeltaE). Pure white and black are
+// neutral and always allowed.
+func (j *judge) offTokenColor() {
+	ts := j.cfg.Tokens
+	if ts == nil || len(ts.Colors) == 0 {
+		return
+	}
+	var g groups
+	type data struct {
+		prop  string
+		c     tokens.Color
+		near  tokens.ColorToken
+		delta float64
+	}
+	for i := range j.s.Elements {
+		e := &j.s.Elements[i]
+		if e.Invisible || e.Animated {
+			continue
+		}
+		for _, prop := range []string{"color", "background-color", "border-color"} {
+			v, _ := e.Set[prop].(string)
+			c, ok := tokens.ParseColor(v)
+			if !ok || c.A < 0.05 {
+				continue
+			}
+			hex := c.Hex()
+			if hex == "#ffffff" || hex == "#000000" {
+				continue
+			}
+			near, d, ok := ts.NearestColor(c)
+			if !ok || d <= maxColorDeltaE {
+				continue
+			}
+			g.add(c.String(), e, data{prop, c, near, d})
+		}
+	}
+	g.each(func(gr *group) {
+		d := gr.data.(data)
+		sev := engine.Nit
+		if d.delta > 10 {
+			sev = engine.Minor
+		}
+		j.add(engine.Finding{
+			Kind: KindOffTokenColor, Severity: sev,
+			Title:       fmt.Sprintf("Colour %s is not a design token (ΔE %.1f from %s)", d.c.String(), d.delta, d.near.Name),
+			Description: fmt.Sprintf("The page sets %s: %s here; the nearest token, %s (%s), is ΔE2000 %.1f away (over %.0f is a visible difference).", d.prop, d.c.String(), d.near.Name, d.near.Color.String(), d.delta, maxColorDeltaE),
+			Selector:    gr.first.Selector, Box: gr.first.Box,
+			Facts: withAlso(engine.Facts{"property": d.prop, "value": d.c.String(), "nearest_token": d.near.Name, "nearest_value": d.near.Color.String(), "delta_e": d.delta}, gr),
+			Fix:   fmt.Sprintf("Use the token %s (%s) for %s instead of %s, or add the colour to the design tokens if it is intended.", d.near.Name, d.near.Color.String(), d.prop, d.c.String()),
+		})
+	})
+}
+
+var spacingProps = []string{"margin-top", "margin-right", "margin-bottom", "margin-left", "padding-top", "padding-right", "padding-bottom", "padding-left", "row-gap", "column-gap"}
+
+func setNumber(e *Element, prop string) (float64, bool) {
+	v, ok := e.Set[prop].(float64)
+	return v, ok
+}
+
+// offScaleSpacing: margins, paddings and gaps the page sets in px that are
+// not on the spacing scale. Values of 2 px or less are optical nudges.
+func (j *judge) offScaleSpacing() {
+	ts := j.cfg.Tokens
+	if ts == nil || len(ts.Spacing) == 0 {
+		return
+	}
+	var g groups
+	type data struct {
+		prop string
+		v    float64
+		near tokens.Dimension
+	}
+	for i := range j.s.Elements {
+		e := &j.s.Elements[i]
+		if e.Invisible || e.Animated || e.Box.W == 0 && e.Box.H == 0 {
+			continue
+		}
+		for _, prop := range spacingProps {
+			v, ok := setNumber(e, prop)
+			if !ok || math.Abs(v) <= 2 {
+				continue
+			}
+			near, _ := tokens.NearestDimension(ts.Spacing, math.Abs(v))
+			if math.Abs(near.Px-math.Abs(v)) <= scaleTolerance {
+				continue
+			}
+			family := strings.SplitN(prop, "-", 2)[0]
+			g.add(fmt.Sprintf("%s|%g", family, v), e, data{prop, v, near})
+		}
+	}
+	g.each(func(gr *group) {
+		d := gr.data.(data)
+		j.add(engine.Finding{
+			Kind: KindOffScaleSpacing, Severity: engine.Nit,
+			Title:       fmt.Sprintf("Spacing %s is off the spacing scale", px(d.v)),
+			Description: fmt.Sprintf("The page sets %s: %s; the nearest step on the spacing scale is %s (%s).", d.prop, px(d.v), d.near.Name, px(d.near.Px)),
+			Selector:    gr.first.Selector, Box: gr.first.Box,
+			Facts: withAlso(engine.Facts{"property": d.prop, "value_px": d.v, "nearest_token": d.near.Name, "nearest_px": d.near.Px}, gr),
+			Fix:   fmt.Sprintf("Use %s (%s) for %s on %s.", d.near.Name, px(d.near.Px), d.prop, gr.first.Selector),
+		})
+	})
+}
+
+// spacingRhythm: in a run of four or more alike siblings stacked in a column
+// or a row, a gap that differs from the run's usual gap.
+func (j *judge) spacingRhythm() {
+	children := map[int][]*Element{}
+	for i := range j.s.Elements {
+		e := &j.s.Elements[i]
+		if e.Parent < 0 || !shown(e) || e.Fixed || e.InScroller || e.Float || e.Transform || e.Offset || e.Position == "absolute" || e.Position == "fixed" || strings.HasPrefix(e.Display, "inline") && e.Display != "inline-block" {
+			continue
+		}
+		children[e.Parent] = append(children[e.Parent], e)
+	}
+	parents := make([]int, 0, len(children))
+	for p := range children {
+		parents = append(parents, p)
+	}
+	slices.Sort(parents)
+	seen := map[string]bool{}
+	for _, p := range parents {
+		kids := children[p]
+		for start := 0; start < len(kids); {
+			end := start + 1
+			col := false
+			for end < len(kids) && kids[end].Tag == kids[start].Tag && kids[end].Class == kids[start].Class {
+				a, b := kids[end-1], kids[end]
+				isCol := math.Abs(a.Box.X-b.Box.X) <= 1 && math.Abs(a.Box.W-b.Box.W) <= 1 && b.Box.Y >= a.Box.Y+a.Box.H-0.5
+				isRow := math.Abs(a.Box.Y-b.Box.Y) <= 1 && b.Box.X >= a.Box.X+a.Box.W-0.5
+				if end == start+1 {
+					col = isCol
+					if !isCol && !isRow {
+						break
+					}
+				} else if (col && !isCol) || (!col && !isRow) {
+					break
+				}
+				end++
+			}
+			run := kids[start:end]
+			if len(run) >= 4 {
+				j.rhythmRun(run, col, seen)
+			}
+			if end == start+1 {
+				start++
+			} else {
+				start = end
+			}
+		}
+	}
+}
+
+func (j *judge) rhythmRun(run []*Element, col bool, seen map[string]bool) {
+	gaps := make([]float64, len(run)-1)
+	for k := range gaps {
+		a, b := run[k], run[k+1]
+		if col {
+			gaps[k] = b.Box.Y - (a.Box.Y + a.Box.H)
+		} else {
+			gaps[k] = b.Box.X - (a.Box.X + a.Box.W)
+		}
+	}
+	// The usual gap: the value (±tolerance) most gaps share, if a majority.
+	usual, best := 0.0, 0
+	for _, g := range gaps {
+		n := 0
+		for _, h := range gaps {
+			if math.Abs(g-h) <= rhythmTolerance {
+				n++
+			}
+		}
+		if n > best {
+			usual, best = g, n
+		}
+	}
+	if best < 2 || best*2 <= len(gaps) {
+		return
+	}
+	before, after := "margin-bottom", "margin-top"
+	if !col {
+		before, after = "margin-right", "margin-left"
+	}
+	usualMargin := func(prop string) float64 {
+		count := map[float64]int{}
+		for _, e := range run {
+			v, _ := setNumber(e, prop)
+			count[v]++
+		}
+		m, n := 0.0, -1
+		for v, c := range count {
+			if c > n || c == n && v < m {
+				m, n = v, c
+			}
+		}
+		return m
+	}
+	ub, ua := usualMargin(before), usualMargin(after)
+	for k, g := range gaps {
+		if math.Abs(g-usual) <= rhythmTolerance {
+			continue
+		}
+		off := run[k+1]
+		if v, _ := setNumber(run[k], before); v != ub {
+			off = run[k]
+		} else if v, _ := setNumber(run[k+1], after); v != ua {
+			off = run[k+1]
+		} else if k+1 < len(gaps) && math.Abs(gaps[k+1]-usual) > rhythmTolerance {
+			off = run[k+1]
+		} else if k > 0 && math.Abs(gaps[k-1]-usual) > rhythmTolerance {
+			off = run[k]
+		}
+		if seen[off.Selector] {
+			continue
+		}
+		seen[off.Selector] = true
+		axis := "vertical"
+		if !col {
+			axis = "horizontal"
+		}
+		j.add(engine.Finding{
+			Kind: KindSpacingRhythm, Severity: engine.Nit,
+			Title:       fmt.Sprintf("Uneven spacing: %s gap where its siblings use %s", px(g), px(usual)),
+			Description: fmt.Sprintf("In a run of %d alike %s elements the %s gap next to this one is %s; the others are %s.", len(run), off.Tag, axis, px(g), px(usual)),
+			Selector:    off.Selector, Box: off.Box,
+			Facts: engine.Facts{"gap_px": g, "usual_gap_px": usual, "siblings": len(run)},
+			Fix:   fmt.Sprintf("Give %s the same margins as its siblings (or space the group with the parent's gap) so every gap is %s.", off.Selector, px(usual)),
+		})
+	}
+}
