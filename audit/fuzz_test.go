@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -92,7 +93,8 @@ func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add("<&>", "\x7f\x1f", "\t\b\f\r", uint64(9), uint64(12345), int64(1783435273731000000))
 	f.Fuzz(func(t *testing.T, method, tool, reason string, seq, lat uint64, nanos int64) {
 		r := Record{Seq: seq, Time: time.Unix(0, nanos).UTC(), Method: clip(method, maxShort), Tool: clip(tool, maxTool),
-			Reason: clip(reason, maxReason), Decision: Denied, LatencyUS: lat, PrevHash: Genesis}
+			Reason: clip(reason, maxReason), Decision: Denied, LatencyUS: lat, PrevHash: Genesis,
+			Attempt: seq / 2, Warnings: clipAll([]string{clip(reason, maxShort)}), Version: formatVersion}
 		if r.Time.Year() < 0 || r.Time.Year() > 9999 {
 			return // RFC 3339 has four-digit years
 		}
@@ -102,7 +104,7 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ParseRecord(own encoding %q): %v", line, err)
 		}
-		if got != r {
+		if !reflect.DeepEqual(got, r) {
 			t.Fatalf("round trip changed the record:\n got %+v\nwant %+v", got, r)
 		}
 		// The raw bytes as a line: whatever parses must be canonical.

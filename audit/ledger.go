@@ -11,10 +11,7 @@
 //     commit: concurrent appenders share one durable write, made by one of
 //     them; on Linux the segment is O_DSYNC, elsewhere the write is followed
 //     by fsync). A request's cancellation never drops a record, and any
-//     failure is returned so the caller fails the call closed. After a write
-//     or fsync failure the ledger refuses every later Append until it is
-//     reopened (the on-disk state is then unknown; Open's recovery decides
-//     it).
+//     failure is returned so the caller fails the call closed.
 //   - One writer per directory: Open takes an exclusive flock on ledger.lock,
 //     so two processes cannot fork the chain.
 //   - Signed Ed25519 checkpoints (checkpoints.jsonl) seal the chain every N
@@ -22,24 +19,33 @@
 //     a signed checkpoint, or disagrees with one, as broken.
 //   - The live segment is preallocated to MaxFileBytes where the file system
 //     can (fallocate on Linux), so a durable append overwrites allocated
-//     zeros instead of growing the file and committing its new size. The
-//     records of a segment therefore end at its first zero byte (no record
-//     holds one); Open, Verify and Tail stop there. Rotation and Close cut a
+//     zeros instead of growing the file and committing its new size. No
+//     record holds a zero byte, so zeros mark where the records written so
+//     far end (Tail waits there); Open and Verify look past them for damage
+//     (below). Rotation and Close cut a
 //     segment back to its records, so only the live segment, or the last
 //     one after a crash, carries zeros.
-//   - Open repairs only a torn final line (the bytes after the last newline
-//     before the first zero byte, up to the last non-zero byte: what a crash
-//     mid-write leaves) and then appends a "recovered" record saying
-//     how many bytes it cut; a complete line that fails its own hash is never
+//   - Open repairs only a torn final write (the bytes after the last
+//     complete, valid record, up to the last non-zero byte: partial lines and
+//     lines holding zeros, what a crash mid-write leaves; see recordsEnd) and
+//     then appends a "recovered" record saying how many bytes it cut.
+//     Complete records are never cut: a damaged record before the last valid
+//     one (a zero byte planted in it) stays for forensics and Verify reports
+//     its seq; a complete zero-free line that fails its own hash is never
 //     repaired: Open refuses and Verify says where.
+//   - Fail closed, recover by itself: after a failed write, fsync or
+//     checkpoint the ledger refuses every Append (Err says so) and drops
+//     the records not yet durable, so the chain resumes at the durable head.
+//     Every RetryInterval it cuts its files back to what is durable and
+//     tries to append a "recovered" record (rule ledger:write-failed, with
+//     how long and how many requests were refused); once that is durable it
+//     takes appends again. No restart is needed.
 //
 // Limits: the signing key and the ledger sit on the same machine; a writer
 // who can rewrite both files and read the key can forge a consistent ledger.
 // Keep Options.KeyFile outside the ledger directory, pin the public key when
 // verifying, and ship checkpoints off the machine (audit tail) for stronger
-// guarantees. A zero byte written into the last segment hides the records
-// after it exactly as truncating them would: Verify reports them as torn
-// bytes, and as broken once a checkpoint covers them.
+// guarantees.
 package audit
 
 import (
@@ -72,6 +78,9 @@ const (
 	maxShort  = 256
 	maxTool   = 512
 	maxReason = 2048
+	// maxWarnings bounds Record.Warnings; a call with more says so in
+	// the last one.
+	maxWarnings = 16
 )
 
 // maxLine bounds one ledger line when reading; every line Append writes is
@@ -106,6 +115,9 @@ type Options struct {
 	// 0600 if missing. Empty means <dir>/checkpoint.key; production setups
 	// should keep it outside the ledger directory.
 	KeyFile string
+	// RetryInterval is how often a failed ledger tries to write again (see
+	// Err); zero means 1s. Appends are refused in between, without I/O.
+	RetryInterval time.Duration
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
 }
@@ -119,6 +131,9 @@ func (o Options) withDefaults(dir string) Options {
 	}
 	if o.CheckpointInterval == 0 {
 		o.CheckpointInterval = 30 * time.Second
+	}
+	if o.RetryInterval <= 0 {
+		o.RetryInterval = time.Second
 	}
 	if o.KeyFile == "" {
 		o.KeyFile = filepath.Join(dir, defaultKeyFile)
@@ -142,6 +157,12 @@ type Entry struct {
 	Latency   time.Duration
 	Args      []byte // raw arguments; only their SHA-256 is stored
 	Result    []byte // raw result; only its SHA-256 is stored
+	// Attempt is the seq of the Attempting record this outcome completes
+	// (0 when the request was never dispatched).
+	Attempt uint64
+	// Warnings are findings that did not deny, as "RULE: REASON"; at most
+	// maxWarnings are kept.
+	Warnings []string
 }
 
 // Ledger appends records to one ledger directory. It is safe for concurrent
@@ -155,15 +176,19 @@ type Ledger struct {
 	stop chan struct{} // closed by Close
 	done chan struct{} // closed when the sealer has exited
 
-	mu      sync.Mutex // guards the fields below; never held across I/O
-	seq     uint64     // last assigned seq
-	head    string     // hash of the last assigned record
-	cur     *batch     // records not yet being written
-	writing bool       // an appender is writing a batch; cur waits for it
-	spare   []byte     // the last written batch's buffer, for the next batch
-	err     error      // sticky write failure; every later Append fails
-	closed  bool
-	pending sync.WaitGroup // Appends that were assigned a seq and have not returned
+	mu       sync.Mutex // guards the fields below; never held across I/O
+	seq      uint64     // last assigned seq
+	head     string     // hash of the last assigned record
+	cur      *batch     // records not yet being written
+	writing  bool       // an appender is writing a batch; cur waits for it
+	spare    []byte     // the last written batch's buffer, for the next batch
+	err      error      // set while the ledger has failed (see fail); cleared by retry
+	lastErr  error      // the latest failure, for batches a failure dropped
+	gen      uint64     // failures so far: a batch of an older gen chains on dropped records
+	failedAt time.Time  // when err was set
+	refused  uint64     // Appends refused since
+	closed   bool
+	pending  sync.WaitGroup // Appends that were assigned a seq and have not returned
 
 	// io serializes file I/O (an appender writing a batch, the sealer, Open
 	// and Close) and guards the fields below.
@@ -172,6 +197,7 @@ type Ledger struct {
 	segIndex    int
 	segSize     int64 // bytes of records in seg; past them, zeros or EOF
 	ckpt        *os.File
+	ckptSize    int64 // bytes of complete checkpoints in ckpt
 	durableSeq  uint64
 	durableHash string
 	sealedSeq   uint64
@@ -190,6 +216,7 @@ type batch struct {
 	n        int
 	lastSeq  uint64
 	lastHash string
+	gen      uint64        // the ledger's gen when the batch started
 	lead     chan struct{} // capacity 1: a token telling one waiter to write this batch
 	done     chan struct{} // closed after the write+fsync; err is then final
 	err      error
@@ -241,7 +268,7 @@ func joinNotes(notes []string) string {
 	return s
 }
 
-// recover loads the key, finds the chain head, truncates torn tails and opens
+// recover loads the key, finds the chain head, truncates a torn tail and opens
 // the files for appending. It returns a note per repair.
 func (l *Ledger) recover() ([]string, error) {
 	key, err := LoadOrCreateKey(l.opts.KeyFile)
@@ -268,7 +295,10 @@ func (l *Ledger) recover() ([]string, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("audit: read %s: %w", last.path, err)
 	}
-	good, end := splitTail(data)
+	good, end, err := recordsEnd(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (%s)", err, filepath.Base(last.path))
+	}
 	if torn := end - good; torn > 0 {
 		notes = append(notes, fmt.Sprintf("%d torn bytes at the end of %s", torn, filepath.Base(last.path)))
 	}
@@ -280,7 +310,7 @@ func (l *Ledger) recover() ([]string, error) {
 	// that this run reads as the chain head. An O_DSYNC write flushes only
 	// its own bytes, so make theirs durable before building on them: a
 	// machine crash must not keep our records and lose their parents.
-	l.seg, err = l.openSegment(last.path, int64(good), false)
+	l.seg, err = l.openSegment(last.path, int64(good))
 	if err != nil {
 		return nil, err
 	}
@@ -327,10 +357,12 @@ func (l *Ledger) recover() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.ckptSize = cgood
 	if completeLast {
 		if _, err := l.ckpt.Write([]byte("\n")); err != nil {
 			return nil, fmt.Errorf("audit: repair checkpoints: %w", err)
 		}
+		l.ckptSize++
 		if err := l.ckpt.Sync(); err != nil {
 			return nil, fmt.Errorf("audit: repair checkpoints: %w", err)
 		}
@@ -420,11 +452,15 @@ func (l *Ledger) Append(ctx context.Context, e Entry) (Record, error) {
 	if e.Decision == "" {
 		return Record{}, fault.New(fault.InvalidArgument, "audit: an entry needs a decision")
 	}
+	if e.RequestID == "" {
+		e.RequestID = NewRequestID()
+	}
 	r := Record{
 		RequestID: clip(e.RequestID, maxShort), Method: clip(e.Method, maxShort),
 		Server: clip(e.Server, maxShort), Tool: clip(e.Tool, maxTool), Decision: Decision(clip(string(e.Decision), maxShort)),
 		Rule: clip(e.Rule, maxShort), Reason: clip(e.Reason, maxReason),
-		ArgsSHA256: Digest(e.Args), ResultSHA256: Digest(e.Result),
+		ArgsSHA256: Digest(e.Args), ResultSHA256: Digest(e.Result), Attempt: e.Attempt,
+		Warnings: clipAll(e.Warnings), Version: formatVersion,
 	}
 	if e.Principal.IsValid() {
 		r.Tenant, r.Principal = clip(e.Principal.Tenant(), maxShort), clip(e.Principal.ID(), maxShort)
@@ -440,6 +476,7 @@ func (l *Ledger) Append(ctx context.Context, e Entry) (Record, error) {
 	}
 	if l.err != nil {
 		err := l.err
+		l.refused++
 		l.mu.Unlock()
 		return Record{}, fault.Wrap(err, fault.Unavailable, "the audit ledger cannot record calls; the call was refused")
 	}
@@ -464,7 +501,7 @@ func (l *Ledger) Append(ctx context.Context, e Entry) (Record, error) {
 		}
 	}
 	if lead {
-		l.commit()
+		l.commit(b)
 	}
 	if b.err != nil {
 		return Record{}, fault.Wrap(b.err, fault.Unavailable, "the audit ledger could not record this call; it was refused")
@@ -523,8 +560,9 @@ func (l *Ledger) closeFiles() error {
 	return first
 }
 
-// run is the sealer: it signs checkpoints on the interval. The appender
-// that commits a batch signs on the count trigger; Close signs the last one.
+// run is the sealer: it signs checkpoints on the interval, and retries
+// writing while the ledger has failed. The appender that commits a batch
+// signs on the count trigger; Close signs the last one.
 func (l *Ledger) run() {
 	defer close(l.done)
 	var tick <-chan time.Time
@@ -533,8 +571,14 @@ func (l *Ledger) run() {
 		defer t.Stop()
 		tick = t.C
 	}
+	again := time.NewTicker(l.opts.RetryInterval)
+	defer again.Stop()
 	for {
 		select {
+		case <-again.C:
+			if l.Err() != nil {
+				l.retry()
+			}
 		case <-tick:
 			l.io.Lock()
 			if l.opts.Now().Sub(l.lastSeal) >= l.opts.CheckpointInterval {
@@ -547,40 +591,53 @@ func (l *Ledger) run() {
 	}
 }
 
-// commit writes the current batch (the caller's own, which it leads), wakes
-// its appenders, and hands the lead to a waiter of the next batch if one
-// gathered meanwhile, else marks the ledger idle.
-func (l *Ledger) commit() {
+// commit writes b (the caller leads it), wakes its appenders, and hands the
+// lead to a waiter of the next batch if one gathered meanwhile, else marks
+// the ledger idle. A batch that a failure dropped (fail) is already done:
+// its leader only passes the lead on.
+func (l *Ledger) commit(b *batch) {
 	l.mu.Lock()
-	b := l.cur
-	l.cur = newBatch()
-	l.cur.buf, l.spare = l.spare, nil
-	err := l.err
+	if l.cur == b {
+		l.cur = newBatch()
+		l.cur.gen = l.gen
+		l.cur.buf, l.spare = l.spare, nil
+	}
 	l.mu.Unlock()
 
 	l.io.Lock()
-	if err == nil {
-		err = l.write(b.buf)
-	}
-	if err == nil {
-		l.durableSeq, l.durableHash = b.lastSeq, b.lastHash
-	} else {
-		l.fail(err)
-	}
-	b.err = err
-	close(b.done)
-	// The count trigger seals exactly at the batch that crosses it, before
-	// any later batch is written; its cost lands on this appender once per
-	// CheckpointEvery records.
-	if n := l.opts.CheckpointEvery; err == nil && n > 0 && l.durableSeq-l.sealedSeq >= uint64(n) {
-		l.sealNow()
+	select {
+	case <-b.done: // dropped by a failure before it was written
+	default:
+		l.mu.Lock()
+		err, gen := l.err, l.gen
+		l.mu.Unlock()
+		if err == nil && b.gen != gen {
+			// Its records chain on records a failure dropped since.
+			err = l.lastErr
+		}
+		if err == nil {
+			err = l.write(b.buf)
+		}
+		if err == nil {
+			l.durableSeq, l.durableHash = b.lastSeq, b.lastHash
+		} else {
+			l.fail(err)
+		}
+		b.err = err
+		close(b.done)
+		// The count trigger seals exactly at the batch that crosses it,
+		// before any later batch is written; its cost lands on this
+		// appender once per CheckpointEvery records.
+		if n := l.opts.CheckpointEvery; err == nil && n > 0 && l.durableSeq-l.sealedSeq >= uint64(n) {
+			l.sealNow()
+		}
 	}
 	l.io.Unlock()
 
 	l.mu.Lock()
 	// The appenders copied their records out of buf before waiting
 	// (Append returns a Record, not bytes), so the next batch can reuse it.
-	if cap(b.buf) <= maxSpare {
+	if cap(b.buf) <= maxSpare && b.err == nil {
 		l.spare = b.buf[:0]
 	}
 	if l.cur.n > 0 {
@@ -595,14 +652,112 @@ func (l *Ledger) commit() {
 // appenders does not pin a large buffer for the ledger's lifetime.
 const maxSpare = 1 << 20
 
-// fail makes err sticky: after a failed write or fsync nothing more is
-// appended until the ledger is reopened and recovered.
+// fail puts the ledger in the failed state after a failed write, fsync or
+// checkpoint: every Append is refused at once until retry makes a write
+// durable again. The records assigned after the last durable one are
+// dropped, never written: the chain resumes from the durable head, so a
+// record that may be half on disk is never built upon, and the batch
+// gathered behind the failed one fails with it. The caller holds io.
 func (l *Ledger) fail(err error) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.err == nil {
-		l.err = err
+		l.err, l.failedAt, l.refused = err, l.opts.Now(), 0
 	}
+	l.lastErr = err
+	l.gen++
+	l.seq, l.head = l.durableSeq, l.durableHash
+	doomed := l.cur
+	if doomed.n == 0 {
+		l.cur.gen = l.gen
+		return
+	}
+	l.cur = newBatch()
+	l.cur.gen = l.gen
+	doomed.err = err
+	close(doomed.done)
+	select {
+	case <-doomed.lead:
+		// Nobody writes now: the lead had passed to the dropped batch and
+		// no waiter had taken it.
+		l.writing = false
+	default:
+		// Either a commit is under way (it passes the lead on when it
+		// ends) or a waiter took the lead and its commit passes it on.
+	}
+}
+
+// retry runs while the ledger has failed: it repairs the live files (cuts
+// whatever the failed write left past the last durable record) and appends
+// a recovered record saying how long appends were refused. When that record
+// is durable, appends are taken again; until then nothing changes.
+func (l *Ledger) retry() {
+	l.io.Lock()
+	defer l.io.Unlock()
+	l.mu.Lock()
+	cause, since, refused := l.err, l.failedAt, l.refused
 	l.mu.Unlock()
+	if cause == nil {
+		return
+	}
+	if err := l.repair(); err != nil {
+		return
+	}
+	now := l.opts.Now()
+	r := Record{RequestID: NewRequestID(), Method: "ledger", Decision: Recovered, Rule: "ledger:write-failed",
+		Reason: clip(fmt.Sprintf("the ledger could not write from %s to %s and refused %d requests meanwhile: %v",
+			since.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), refused, cause), maxReason),
+		Seq: l.durableSeq + 1, PrevHash: l.durableHash, Time: now.UTC(), Warnings: []string{}, Version: formatVersion}
+	r.Hash = r.ComputeHash()
+	if err := l.write(append(r.AppendCanonical(nil), '\n')); err != nil {
+		l.mu.Lock()
+		l.lastErr = err
+		l.mu.Unlock()
+		return
+	}
+	l.durableSeq, l.durableHash = r.Seq, r.Hash
+	l.mu.Lock()
+	l.seq, l.head, l.err = r.Seq, r.Hash, nil
+	l.mu.Unlock()
+}
+
+// repair cuts the live segment and the checkpoints file back to what is
+// known durable, preallocates the segment again where it can, and flushes
+// both. The caller holds io.
+func (l *Ledger) repair() error {
+	if err := l.seg.Truncate(l.segSize); err != nil {
+		return fmt.Errorf("audit: repair: %w", err)
+	}
+	if l.segSize < l.opts.MaxFileBytes {
+		if _, err := preallocate(l.seg, l.opts.MaxFileBytes); err != nil {
+			return fmt.Errorf("audit: repair: %w", err)
+		}
+	}
+	if err := l.seg.Sync(); err != nil {
+		return fmt.Errorf("audit: repair: %w", err)
+	}
+	if err := l.ckpt.Truncate(l.ckptSize); err != nil {
+		return fmt.Errorf("audit: repair checkpoints: %w", err)
+	}
+	if err := l.ckpt.Sync(); err != nil {
+		return fmt.Errorf("audit: repair checkpoints: %w", err)
+	}
+	return nil
+}
+
+// Err reports the ledger's health: nil while it takes appends, else a
+// fault.Unavailable whose cause is the failed write. It is what a
+// readiness check asks.
+func (l *Ledger) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return fault.Wrap(ErrClosed, fault.Unavailable, "the audit ledger is closed")
+	case l.err != nil:
+		return fault.Wrap(l.err, fault.Unavailable, "the audit ledger cannot write; governed calls are refused until it can")
+	}
+	return nil
 }
 
 func (l *Ledger) write(buf []byte) error {
@@ -611,17 +766,17 @@ func (l *Ledger) write(buf []byte) error {
 			return err
 		}
 	}
-	n, err := l.seg.WriteAt(buf, l.segSize)
-	l.segSize += int64(n)
-	if err != nil {
+	// segSize moves only once the bytes are durable: a failed write may
+	// have left part of buf on disk, and repair cuts back to segSize.
+	if _, err := l.seg.WriteAt(buf, l.segSize); err != nil {
 		return fmt.Errorf("audit: write: %w", err)
 	}
-	if writeIsDurable {
-		return nil
+	if !writeIsDurable {
+		if err := l.seg.Sync(); err != nil {
+			return fmt.Errorf("audit: fsync: %w", err)
+		}
 	}
-	if err := l.seg.Sync(); err != nil {
-		return fmt.Errorf("audit: fsync: %w", err)
-	}
+	l.segSize += int64(len(buf))
 	return nil
 }
 
@@ -636,7 +791,9 @@ func (l *Ledger) rotate() error {
 		return fmt.Errorf("audit: rotate: fsync: %w", err)
 	}
 	next := l.segIndex + 1
-	f, err := l.openSegment(segmentPath(l.dir, next), 0, true)
+	// Not exclusive: a rotation that failed after creating the file (a
+	// full disk, a read-only directory) left it empty, and we hold the lock.
+	f, err := l.openSegment(segmentPath(l.dir, next), 0)
 	if err != nil {
 		return fmt.Errorf("audit: rotate: %w", err)
 	}
@@ -668,7 +825,8 @@ func (l *Ledger) sealNow() {
 	}
 	c := Checkpoint{Seq: l.durableSeq, Hash: l.durableHash, Time: l.lastSeal.UTC()}
 	c.sign(l.key)
-	if _, err := l.ckpt.Write(append(c.appendJSON(nil, true), '\n')); err != nil {
+	line := append(c.appendJSON(nil, true), '\n')
+	if _, err := l.ckpt.Write(line); err != nil {
 		l.fail(fmt.Errorf("audit: write checkpoint: %w", err))
 		return
 	}
@@ -676,18 +834,15 @@ func (l *Ledger) sealNow() {
 		l.fail(fmt.Errorf("audit: fsync checkpoint: %w", err))
 		return
 	}
+	l.ckptSize += int64(len(line))
 	l.sealedSeq = c.Seq
 }
 
-// openSegment opens the segment at path for writing at size (creating it;
-// exclusively when fresh), cuts anything past size (a torn tail), preallocates
+// openSegment opens the segment at path for writing at size (creating it),
+// cuts anything past size (a torn tail), preallocates
 // it to MaxFileBytes where the file system can, and fsyncs it all.
-func (l *Ledger) openSegment(path string, size int64, fresh bool) (*os.File, error) {
-	flag := os.O_WRONLY | os.O_CREATE | segmentSyncFlag
-	if fresh {
-		flag |= os.O_EXCL
-	}
-	f, err := os.OpenFile(path, flag, 0o600)
+func (l *Ledger) openSegment(path string, size int64) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|segmentSyncFlag, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", filepath.Base(path), err)
 	}

@@ -212,7 +212,7 @@ func TestTamper(t *testing.T) {
 		{"Whitespace", func(l []byte) []byte { return bytes.Replace(l, []byte(`,"seq"`), []byte(`, "seq"`), 1) }, "canonical"},
 		{"EscapedSpelling", func(l []byte) []byte { return bytes.Replace(l, []byte(`"tool_4"`), []byte(`"tool\u005f4"`), 1) }, "canonical"},
 		{"DuplicateKey", func(l []byte) []byte { return bytes.Replace(l, []byte(`{"args`), []byte(`{"tool":"x","args`), 1) }, "canonical"},
-		{"UnknownKey", func(l []byte) []byte { return bytes.Replace(l, []byte(`,"v":1}`), []byte(`,"v":1,"x":1}`), 1) }, "unknown field"},
+		{"UnknownKey", func(l []byte) []byte { return bytes.Replace(l, []byte(`,"warnings":[]}`), []byte(`,"warnings":[],"x":1}`), 1) }, "unknown field"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -627,7 +627,7 @@ func TestGoldenLedger(t *testing.T) {
 			Rule: "policy:allow", Latency: 1500 * time.Microsecond, Args: []byte(`{"url":"https://example.com"}`), Result: []byte(`{"content":[]}`)},
 		{Principal: alice, RequestID: "2", Method: "tools/call", Server: "github", Tool: "delete_repo", Decision: Denied,
 			Rule: "policy:deny-glob", Reason: "tool 'delete_repo' matches deny pattern 'delete_*'", Latency: 40 * time.Microsecond},
-		{Method: "http", Decision: EdgeRejected, Rule: "edge:auth", Reason: "missing bearer token"},
+		{RequestID: "3", Method: "http", Decision: EdgeRejected, Rule: "edge:auth", Reason: "missing bearer token", Warnings: []string{"pin:held: a warning"}},
 	}
 	for _, e := range entries {
 		if _, err := l.Append(context.Background(), e); err != nil {

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,6 +20,7 @@ type Decision string
 
 // The decisions bastion records.
 const (
+	Attempting      Decision = "attempt"          // an allowed call about to be dispatched; its outcome record completes it
 	Allowed         Decision = "allowed"          // the call reached the upstream and it answered
 	Denied          Decision = "denied"           // a gate refused the call; Rule names the gate/rule
 	ApprovalPending Decision = "approval_pending" // the call was parked for a human
@@ -26,12 +28,14 @@ const (
 	Timeout         Decision = "timeout"          // the per-call deadline passed
 	Trap            Decision = "trap"             // a Wasm instance trapped (memory cap, deadline)
 	EdgeRejected    Decision = "edge_rejected"    // the HTTP edge refused the request (401/403/413/503...)
-	Recovered       Decision = "recovered"        // written by Open after it truncated a torn tail
+	Recovered       Decision = "recovered"        // written by Open after it truncated a torn tail, or after the ledger recovered from a write failure
 )
 
 // formatVersion is the record format written today. It is part of the hashed
-// bytes, so a future format can never be confused with this one.
-const formatVersion = 1
+// bytes, so one format can never be confused with another. Version 2 added
+// "attempt" and "warnings"; version 1 records (without them) still parse
+// and verify.
+const formatVersion = 2
 
 // Genesis is the prev_hash of the first record of every ledger.
 const Genesis = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -64,11 +68,22 @@ type Record struct {
 	Decision     Decision  // what happened
 	Rule         string    // which gate or rule decided ("policy:deny-glob", "pin:drift"...)
 	Reason       string    // the client-visible reason (never a secret: inspect redacts first)
+	Attempt      uint64    // the seq of the attempt record this outcome completes; 0 when none (v2)
+	Warnings     []string  // findings that did not deny, "RULE: REASON" (rule ids and surface, no values) (v2)
 	LatencyUS    uint64    // microseconds from receipt to outcome
 	ArgsSHA256   string    // hex SHA-256 of the raw arguments, "" when there were none
 	ResultSHA256 string    // hex SHA-256 of the raw result, "" when there was none
 	PrevHash     string    // the previous record's Hash, Genesis for seq 1
 	Hash         string    // hex SHA-256 of this record's canonical form without "hash"
+	Version      uint64    // the format version ("v"); 0 means the current one
+}
+
+// version returns the format r is encoded in.
+func (r *Record) version() uint64 {
+	if r.Version == 0 {
+		return formatVersion
+	}
+	return r.Version
 }
 
 // AppendCanonical appends r's canonical JSON encoding (with the hash field)
@@ -84,8 +99,13 @@ func (r *Record) ComputeHash() string {
 }
 
 func (r *Record) appendJSON(b []byte, withHash bool) []byte {
+	v := r.version()
 	b = append(b, `{"args_sha256":`...)
 	b = appendString(b, r.ArgsSHA256)
+	if v >= 2 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendUint(b, r.Attempt, 10)
+	}
 	b = append(b, `,"decision":`...)
 	b = appendString(b, string(r.Decision))
 	if withHash {
@@ -119,7 +139,17 @@ func (r *Record) appendJSON(b []byte, withHash bool) []byte {
 	b = append(b, `","tool":`...)
 	b = appendString(b, r.Tool)
 	b = append(b, `,"v":`...)
-	b = strconv.AppendUint(b, formatVersion, 10)
+	b = strconv.AppendUint(b, v, 10)
+	if v >= 2 {
+		b = append(b, `,"warnings":[`...)
+		for i, w := range r.Warnings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, w)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
 
@@ -165,23 +195,25 @@ func appendString(b []byte, s string) []byte {
 // byte-identical, which rejects every non-canonical spelling (whitespace, key
 // order, duplicate or differently-cased keys, escapes, invalid UTF-8).
 type wireRecord struct {
-	ArgsSHA256   *string `json:"args_sha256"`
-	Decision     *string `json:"decision"`
-	Hash         *string `json:"hash"`
-	LatencyUS    *uint64 `json:"latency_us"`
-	Method       *string `json:"method"`
-	PrevHash     *string `json:"prev_hash"`
-	Principal    *string `json:"principal"`
-	Reason       *string `json:"reason"`
-	RequestID    *string `json:"request_id"`
-	ResultSHA256 *string `json:"result_sha256"`
-	Rule         *string `json:"rule"`
-	Seq          *uint64 `json:"seq"`
-	Server       *string `json:"server"`
-	Tenant       *string `json:"tenant"`
-	Time         *string `json:"time"`
-	Tool         *string `json:"tool"`
-	V            *uint64 `json:"v"`
+	ArgsSHA256   *string   `json:"args_sha256"`
+	Attempt      *uint64   `json:"attempt"`
+	Warnings     *[]string `json:"warnings"`
+	Decision     *string   `json:"decision"`
+	Hash         *string   `json:"hash"`
+	LatencyUS    *uint64   `json:"latency_us"`
+	Method       *string   `json:"method"`
+	PrevHash     *string   `json:"prev_hash"`
+	Principal    *string   `json:"principal"`
+	Reason       *string   `json:"reason"`
+	RequestID    *string   `json:"request_id"`
+	ResultSHA256 *string   `json:"result_sha256"`
+	Rule         *string   `json:"rule"`
+	Seq          *uint64   `json:"seq"`
+	Server       *string   `json:"server"`
+	Tenant       *string   `json:"tenant"`
+	Time         *string   `json:"time"`
+	Tool         *string   `json:"tool"`
+	V            *uint64   `json:"v"`
 }
 
 // errNotCanonical marks a line that parses but is not in canonical form.
@@ -205,7 +237,12 @@ func ParseRecord(line []byte) (Record, error) {
 		w.Rule == nil || w.Seq == nil || w.Server == nil || w.Tenant == nil || w.Time == nil || w.Tool == nil || w.V == nil {
 		return Record{}, fmt.Errorf("audit: record: missing field")
 	}
-	if *w.V != formatVersion {
+	switch {
+	case *w.V == 1 && (w.Attempt != nil || w.Warnings != nil):
+		return Record{}, fmt.Errorf("audit: record: a version 1 record has no attempt or warnings")
+	case *w.V == 2 && (w.Attempt == nil || w.Warnings == nil):
+		return Record{}, fmt.Errorf("audit: record: missing field")
+	case *w.V != 1 && *w.V != 2:
 		return Record{}, fmt.Errorf("audit: record: unknown format version %d", *w.V)
 	}
 	t, err := time.Parse(time.RFC3339Nano, *w.Time)
@@ -216,7 +253,10 @@ func ParseRecord(line []byte) (Record, error) {
 		Seq: *w.Seq, Time: t.UTC(), Tenant: *w.Tenant, Principal: *w.Principal, RequestID: *w.RequestID,
 		Method: *w.Method, Server: *w.Server, Tool: *w.Tool, Decision: Decision(*w.Decision), Rule: *w.Rule,
 		Reason: *w.Reason, LatencyUS: *w.LatencyUS, ArgsSHA256: *w.ArgsSHA256, ResultSHA256: *w.ResultSHA256,
-		PrevHash: *w.PrevHash, Hash: *w.Hash,
+		PrevHash: *w.PrevHash, Hash: *w.Hash, Version: *w.V,
+	}
+	if *w.V >= 2 {
+		r.Attempt, r.Warnings = *w.Attempt, *w.Warnings
 	}
 	if !isHex64(r.Hash) || !isHex64(r.PrevHash) {
 		return Record{}, fmt.Errorf("audit: record: hash and prev_hash must be 64 lowercase hex digits")
@@ -251,6 +291,31 @@ func Digest(b []byte) string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// clipAll clips each warning like a reason and keeps at most maxWarnings,
+// marking the cut, so a hostile upstream cannot bloat a record with
+// findings. It never returns nil (v2 records always carry the list).
+func clipAll(ws []string) []string {
+	out := make([]string, 0, min(len(ws), maxWarnings))
+	for i, w := range ws {
+		if i == maxWarnings-1 && len(ws) > maxWarnings {
+			out = append(out, fmt.Sprintf("%d more warnings", len(ws)-i))
+			break
+		}
+		out = append(out, clip(w, maxReason))
+	}
+	return out
+}
+
+// NewRequestID returns a fresh request id, "r-" and 24 hex digits: the id
+// the gateway gives a governed request, so its records (its attempt and
+// its outcome) and its log lines can be joined. Append mints one for an
+// entry without.
+func NewRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return "r-" + hex.EncodeToString(b[:])
 }
 
 // clip returns s as valid UTF-8 of at most max bytes, cut on a rune boundary

@@ -95,3 +95,40 @@ func splitTail(b []byte) (good, end int) {
 	}
 	return good, end
 }
+
+// recordsEnd finds where Open resumes a live segment. A crash mid-append
+// leaves only the intended bytes of the last write and zeros (preallocated
+// or never written sectors), so a complete line without a zero byte is
+// exactly what was written: a record. keep is the end of the last complete
+// line that is a valid record (it parses and matches its hash); end is the
+// offset after the last non-zero byte. [keep, end) is the torn final write:
+// partial lines and lines holding zeros, none of them a complete record.
+// Damage before keep (a zero byte planted in a record, a rewritten line) is
+// never cut: Verify reports it, and the records after it stay. A complete
+// zero-free line after the last record that is not one cannot come from a
+// crash, so it is refused as corrupt.
+func recordsEnd(b []byte) (keep, end int, err error) {
+	end = len(b)
+	for end > 0 && b[end-1] == 0 {
+		end--
+	}
+	stop := end
+	for {
+		nl := bytes.LastIndexByte(b[:stop], '\n')
+		if nl < 0 {
+			return 0, end, nil
+		}
+		start := bytes.LastIndexByte(b[:nl], '\n') + 1
+		if line := b[start:nl]; bytes.IndexByte(line, 0) < 0 {
+			r, perr := ParseRecord(line)
+			if perr == nil && r.ComputeHash() == r.Hash {
+				return nl + 1, end, nil
+			}
+			if perr == nil {
+				perr = fmt.Errorf("seq %d does not match its hash", r.Seq)
+			}
+			return 0, 0, fmt.Errorf("%w: the last complete line at offset %d: %v", ErrCorrupt, start, perr)
+		}
+		stop = start
+	}
+}

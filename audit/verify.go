@@ -142,17 +142,20 @@ func verifySegment(rep *Report, fsys fs.FS, s segment, last bool, checks []Check
 				rep.breakAt(rep.LastSeq+1, "%s line %d holds a zero byte but is not the last segment", name, lineNo)
 				return false, nil
 			}
-			// The end of the records (see splitTail): what follows is a torn
-			// write, then preallocated zeros.
-			rest, err := nonZeroExtent(z.after, br)
+			// Either the end of the records (a torn write, then preallocated
+			// zeros) or a damaged record with records after it, which Open
+			// keeps and this reports (see recordsEnd).
+			rest, err := io.ReadAll(br)
 			if err != nil {
 				return false, fmt.Errorf("audit: verify: read %s: %w", name, err)
 			}
-			if rest > 0 {
-				rep.TornBytes += int64(len(line)) + 1 + rest
-			} else {
-				rep.TornBytes += int64(len(line))
+			tail := append(append(append(line, 0), z.after...), rest...)
+			keep, end, cerr := recordsEnd(tail)
+			if keep > 0 || cerr != nil {
+				rep.breakAt(rep.LastSeq+1, "%s line %d holds a zero byte and complete lines follow it: a damaged record (kept for forensics)", name, lineNo)
+				return false, nil
 			}
+			rep.TornBytes += int64(end)
 			return true, nil
 		}
 		if errors.Is(err, io.EOF) {
@@ -235,33 +238,6 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 			continue
 		default:
 			return buf, err
-		}
-	}
-}
-
-// nonZeroExtent returns the length of after followed by the rest of br, cut
-// after its last non-zero byte (0 when all of it is zero).
-func nonZeroExtent(after []byte, br *bufio.Reader) (int64, error) {
-	var n, extent int64
-	scan := func(b []byte) {
-		for i := len(b) - 1; i >= 0; i-- {
-			if b[i] != 0 {
-				extent = n + int64(i) + 1
-				break
-			}
-		}
-		n += int64(len(b))
-	}
-	scan(after)
-	buf := make([]byte, 64<<10)
-	for {
-		k, err := br.Read(buf)
-		scan(buf[:k])
-		if errors.Is(err, io.EOF) {
-			return extent, nil
-		}
-		if err != nil {
-			return 0, err
 		}
 	}
 }

@@ -25,6 +25,7 @@ const ReasonLedger = "audit ledger unavailable"
 
 // outcome is what one governed request came to, for the ledger and metrics.
 type outcome struct {
+	id       string // the request id its records and log lines carry
 	method   string
 	name     string // as the client sent it
 	server   string // "" when unrouted
@@ -33,41 +34,114 @@ type outcome struct {
 	gate     string
 	rule     string
 	reason   string
+	warnings []string // findings that did not deny: "RULE: REASON"
+	attempt  uint64   // the seq of its attempt record, once admitted
 	args     []byte
 	result   []byte
 	start    time.Time
 }
 
-// record appends o to the ledger and counts it. It returns false when the
-// ledger refused, and the caller must then fail the request closed.
-func (l *Loop) record(ctx context.Context, c *client, o *outcome) bool {
-	rule := o.rule
-	if o.gate != "" && rule != "" {
-		rule = o.gate + ":" + rule
+// newOutcome starts the outcome of one governed request.
+func newOutcome(method string) *outcome {
+	return &outcome{id: audit.NewRequestID(), method: method, start: time.Now()}
+}
+
+// auditRule is o's gate-qualified rule.
+func (o *outcome) auditRule() string {
+	if o.gate != "" && o.rule != "" {
+		return o.gate + ":" + o.rule
 	}
+	return o.rule
+}
+
+// admit makes the attempt record of an allowed request durable before the
+// request is dispatched, so nothing reaches an upstream that the ledger has
+// not recorded. It returns false when the ledger refused: the request is
+// then denied without being forwarded (the outcome says so for metrics; no
+// record can be written).
+func (l *Loop) admit(ctx context.Context, c *client, o *outcome) bool {
+	r, err := l.ledger.Append(context.WithoutCancel(ctx), audit.Entry{
+		Principal: c.p, RequestID: o.id, Method: o.method, Server: o.server, Tool: o.name,
+		Decision: audit.Attempting, Rule: o.auditRule(), Args: o.args, Warnings: o.warnings,
+	})
+	if err != nil {
+		o.decision, o.gate, o.rule, o.reason = audit.Denied, gateLedger, "unavailable", ReasonLedger
+		l.ledgerFailed(ctx, o, err)
+		if o.method == "tools/call" {
+			l.met.observe(o, time.Since(o.start))
+		}
+		return false
+	}
+	l.ledgerWrites(ctx)
+	o.attempt = r.Seq
+	return true
+}
+
+// gateLedger labels requests the ledger refused, in metrics.
+const gateLedger = "ledger"
+
+// record appends o's outcome to the ledger (completing its attempt, if it
+// was admitted), counts it and logs its warnings once. It returns false
+// when the ledger refused, and the caller must then fail the request
+// closed.
+func (l *Loop) record(ctx context.Context, c *client, o *outcome) bool {
 	lat := time.Since(o.start)
 	_, err := l.ledger.Append(context.WithoutCancel(ctx), audit.Entry{
 		Principal: c.p,
+		RequestID: o.id,
 		Method:    o.method,
 		Server:    o.server,
 		Tool:      o.name,
 		Decision:  o.decision,
-		Rule:      rule,
+		Rule:      o.auditRule(),
 		Reason:    o.reason,
 		Latency:   lat,
 		Args:      o.args,
 		Result:    o.result,
+		Attempt:   o.attempt,
+		Warnings:  o.warnings,
 	})
 	if o.method == "tools/call" {
 		l.met.observe(o, lat)
 	}
+	l.warned(ctx, o)
 	if err != nil {
-		l.met.ledgerFailures.Inc()
-		l.log.LogAttrs(ctx, slog.LevelError, "audit append failed; request refused", slog.String("method", o.method),
-			slog.String("server", o.server), slog.String("err", err.Error()))
+		l.ledgerFailed(ctx, o, err)
 		return false
 	}
+	l.ledgerWrites(ctx)
 	return true
+}
+
+// warned counts o's warnings by rule and logs them in one line.
+func (l *Loop) warned(ctx context.Context, o *outcome) {
+	if len(o.warnings) == 0 {
+		return
+	}
+	for _, w := range o.warnings {
+		rule, _, _ := strings.Cut(w, ": ")
+		l.met.warnings.WithLabelValues(rule).Inc()
+	}
+	l.log.LogAttrs(ctx, slog.LevelWarn, "findings that did not deny (warn mode)", slog.String("request_id", o.id),
+		slog.String("method", o.method), slog.String("server", o.server), slog.String("name", o.name),
+		slog.String("decision", string(o.decision)), slog.Any("warnings", o.warnings))
+}
+
+// ledgerFailed counts a request the ledger refused and logs the failure
+// once, when the ledger goes from writing to failed, not once per request.
+func (l *Loop) ledgerFailed(ctx context.Context, o *outcome, err error) {
+	l.met.ledgerFailures.Inc()
+	if l.ledgerDown.CompareAndSwap(false, true) {
+		l.log.LogAttrs(ctx, slog.LevelError, "audit ledger failed: governed requests are refused, not forwarded, until it writes again",
+			slog.String("request_id", o.id), slog.String("err", err.Error()))
+	}
+}
+
+// ledgerWrites logs, once, that a failed ledger records again.
+func (l *Loop) ledgerWrites(ctx context.Context) {
+	if l.ledgerDown.Load() && l.ledgerDown.CompareAndSwap(true, false) {
+		l.log.LogAttrs(ctx, slog.LevelInfo, "audit ledger writes again: governed requests are recorded and forwarded")
+	}
 }
 
 func denial(reason string) *mcp.CallToolResult {
@@ -76,9 +150,27 @@ func denial(reason string) *mcp.CallToolResult {
 
 func ledgerDenial() *mcp.CallToolResult { return denial(ReasonLedger) }
 
+// ReasonUnrecorded starts the answer to a call that ran (its attempt is in
+// the ledger) but whose outcome the ledger could not record: the result is
+// withheld, and the client is not told the call was refused, since it was
+// not.
+const ReasonUnrecorded = "the call ran, but the audit ledger could not record its outcome; its result is withheld"
+
+// ledgerRefusal is what the client gets when o's outcome cannot be
+// recorded: the ledger's denial before dispatch, or after it the notice
+// that the call ran and its result is withheld (with the request id the
+// ledger's attempt record carries).
+func ledgerRefusal(o *outcome) *mcp.CallToolResult {
+	if o.attempt == 0 {
+		return ledgerDenial()
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+		Text: "bastion error: " + ReasonUnrecorded + " (request " + o.id + ")"}}}
+}
+
 // callTool is the governed tools/call.
 func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	o := &outcome{method: "tools/call", start: time.Now()}
+	o := newOutcome("tools/call")
 	var p *mcp.CallToolParamsRaw
 	if req != nil {
 		p = req.Params
@@ -116,14 +208,18 @@ func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest
 			l.log.LogAttrs(ctx, slog.LevelWarn, "gate failed; call denied", slog.String("err", err.Error()))
 		}
 	}
+	o.warnings = d.Warnings
 	if !d.Allow {
 		o.decision, o.gate, o.rule, o.reason = audit.Denied, d.Gate, d.Rule, d.Reason
 		if !l.record(ctx, c, o) {
-			return ledgerDenial(), nil
+			return ledgerRefusal(o), nil
 		}
 		return denial(d.Reason), nil
 	}
 	o.rule, o.gate = d.Rule, gateway.GatePolicy
+	if !l.admit(ctx, c, o) {
+		return ledgerRefusal(o), nil
+	}
 
 	s := l.servers[a.Server]
 	up := &mcp.CallToolParams{Meta: hopMeta(p.Meta), Name: a.Tool, Arguments: json.RawMessage(p.Arguments)}
@@ -193,7 +289,7 @@ func (l *Loop) finish(ctx context.Context, c *client, a *gateway.CallArgs, o *ou
 	if err != nil {
 		o.decision, o.rule, o.reason = audit.UpstreamError, "bad-result", "the upstream's result could not be encoded"
 		if !l.record(ctx, c, o) {
-			return ledgerDenial(), nil
+			return ledgerRefusal(o), nil
 		}
 		return denial(o.reason), nil
 	}
@@ -202,17 +298,18 @@ func (l *Loop) finish(ctx context.Context, c *client, a *gateway.CallArgs, o *ou
 	if err != nil {
 		l.log.LogAttrs(ctx, slog.LevelWarn, "result gate failed; result withheld", slog.String("err", err.Error()))
 	}
+	o.warnings = append(o.warnings, rd.Warnings...)
 	if !rd.Allow {
 		// The model never sees a blocked result; the ledger keeps its digest.
 		o.decision, o.gate, o.rule, o.reason = audit.Denied, rd.Gate, rd.Rule, rd.Reason
 		if !l.record(ctx, c, o) {
-			return ledgerDenial(), nil
+			return ledgerRefusal(o), nil
 		}
 		return denial(rd.Reason), nil
 	}
 	o.decision = audit.Allowed
 	if !l.record(ctx, c, o) {
-		return ledgerDenial(), nil
+		return ledgerRefusal(o), nil
 	}
 	return res, nil
 }
@@ -241,7 +338,7 @@ func (l *Loop) upstreamFailed(ctx context.Context, c *client, o *outcome, err er
 		o.decision, o.rule, o.reason = audit.UpstreamError, "upstream-unavailable", msg
 	}
 	if !l.record(ctx, c, o) {
-		return ledgerDenial(), nil
+		return ledgerRefusal(o), nil
 	}
 	if rpc != nil {
 		return nil, rpc
@@ -262,7 +359,7 @@ func (l *Loop) approval(ctx context.Context, c *client, a *gateway.CallArgs, d g
 		l.log.LogAttrs(ctx, slog.LevelError, "approval queue failed; call denied", slog.String("err", err.Error()))
 		o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, "approval-unavailable", "the approval queue is unavailable"
 		if !l.record(ctx, c, o) {
-			return ledgerDenial(), false
+			return ledgerRefusal(o), false
 		}
 		return denial(o.reason), false
 	}
@@ -271,7 +368,7 @@ func (l *Loop) approval(ctx context.Context, c *client, a *gateway.CallArgs, d g
 		if err := l.approvals.Consume(context.WithoutCancel(ctx), ap.ID); err != nil {
 			o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, "approval-unavailable", "the approval queue is unavailable"
 			if !l.record(ctx, c, o) {
-				return ledgerDenial(), false
+				return ledgerRefusal(o), false
 			}
 			return denial(o.reason), false
 		}
@@ -281,14 +378,14 @@ func (l *Loop) approval(ctx context.Context, c *client, a *gateway.CallArgs, d g
 		o.decision, o.gate, o.rule = audit.Denied, gateway.GatePolicy, d.Approval.Rule
 		o.reason = fmt.Sprintf("approval %s was denied by %s", ap.ID, nonEmpty(ap.DecidedBy, "an approver"))
 		if !l.record(ctx, c, o) {
-			return ledgerDenial(), false
+			return ledgerRefusal(o), false
 		}
 		return denial(o.reason), false
 	}
 	o.decision, o.gate, o.rule = audit.ApprovalPending, gateway.GatePolicy, d.Approval.Rule
 	o.reason = fmt.Sprintf("approval %s pending: %s", ap.ID, d.Approval.Reason)
 	if !l.record(ctx, c, o) {
-		return ledgerDenial(), false
+		return ledgerRefusal(o), false
 	}
 	text := fmt.Sprintf("bastion: this call needs a human's approval (approval id %s): %s. "+
 		"It was not run. Once an approver runs `bastion approvals approve %s`, call %s again with the same arguments; "+
@@ -310,7 +407,8 @@ func nonEmpty(s, def string) string {
 // policy on SERVER__PROMPT and audited like a call.
 func (c *client) getPrompt(e *promptEntry) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		o := &outcome{method: "prompts/get", name: req.Params.Name, server: e.server, tool: e.prompt, start: time.Now()}
+		o := newOutcome("prompts/get")
+		o.name, o.server, o.tool = req.Params.Name, e.server, e.prompt
 		if args, err := json.Marshal(req.Params.Arguments); err == nil {
 			o.args = args
 		}
@@ -341,7 +439,8 @@ func (c *client) getPrompt(e *promptEntry) mcp.PromptHandler {
 // SERVER__NAME (the resource's or template's name) and audited.
 func (c *client) readResource(server, name string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		o := &outcome{method: "resources/read", name: req.Params.URI, server: server, tool: name, start: time.Now()}
+		o := newOutcome("resources/read")
+		o.name, o.server, o.tool = req.Params.URI, server, name
 		a := &gateway.CallArgs{Principal: c.p, Roles: c.p.Roles(), Name: req.Params.URI, Server: server, Tool: name}
 		ctx, h, err := c.forward(ctx, req.Session, o, a, req.Params.Meta, req.Params.RequestState)
 		if err != nil {
@@ -382,10 +481,16 @@ type hop struct {
 // as Downstream; call h.done when the request ends.
 func (c *client) forward(ctx context.Context, ss *mcp.ServerSession, o *outcome, a *gateway.CallArgs, meta mcp.Meta, state string) (context.Context, *hop, error) {
 	l := c.l
-	if d, _ := l.policy.Check(ctx, a); !d.Allow {
+	d, _ := l.policy.Check(ctx, a)
+	o.warnings = d.Warnings
+	if !d.Allow {
 		o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, d.Rule, d.Reason
 		l.record(ctx, c, o)
 		return ctx, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: gateway.DenialText(d)}
+	}
+	o.gate, o.rule = gateway.GatePolicy, d.Rule
+	if !l.admit(ctx, c, o) {
+		return ctx, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialPrefix + ReasonLedger}
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.TimeoutOr(l.cfg.Servers[a.Server]))
 	ctx = upstream.WithDownstream(ctx, &callDown{ss: ss, ctx: ctx})
@@ -416,7 +521,9 @@ func (c *client) settle(ctx context.Context, o *outcome, a *gateway.CallArgs, re
 	l := c.l
 	if raw, err := json.Marshal(res); err == nil {
 		o.result = raw
-		if d, _ := l.chain.CheckResult(ctx, a, raw); !d.Allow {
+		d, _ := l.chain.CheckResult(ctx, a, raw)
+		o.warnings = append(o.warnings, d.Warnings...)
+		if !d.Allow {
 			o.decision, o.gate, o.rule, o.reason = audit.Denied, d.Gate, d.Rule, d.Reason
 			l.record(ctx, c, o)
 			return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialText(d)}
@@ -424,7 +531,7 @@ func (c *client) settle(ctx context.Context, o *outcome, a *gateway.CallArgs, re
 	}
 	o.decision = audit.Allowed
 	if !l.record(ctx, c, o) {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: gateway.DenialPrefix + ReasonLedger}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "bastion error: " + ReasonUnrecorded + " (request " + o.id + ")"}
 	}
 	return nil
 }

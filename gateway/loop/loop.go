@@ -13,10 +13,17 @@
 //     later collision after list_changed keeps the first owner and is
 //     logged). Resource URIs are not rewritten; a URI two servers offer is
 //     served by the first server in key order.
-//   - Every tools/call outcome (allowed, denied with gate and rule, parked
-//     for approval, upstream error, timeout, trap) appends exactly one ledger
-//     record under context.WithoutCancel; a failed append replaces whatever
-//     the call produced with the denial "audit ledger unavailable".
+//   - Nothing is dispatched unrecorded: an allowed tools/call, prompts/get
+//     or resources/read first appends an attempt record (durable, group
+//     committed) and is forwarded only once it is; if that append fails the
+//     request is denied "audit ledger unavailable" without reaching the
+//     upstream. Every outcome (allowed, denied with gate and rule, parked
+//     for approval, upstream error, timeout, trap) then appends exactly one
+//     record under context.WithoutCancel, completing the attempt (same
+//     request id, its seq in attempt), before the client sees the result;
+//     a failed append replaces whatever the call produced with that denial.
+//     Findings that did not deny (warn mode) ride in the record's warnings,
+//     are counted by rule and logged once per request.
 //   - A denial is a tool result with isError and "bastion denied: <reason>",
 //     never a protocol error; an unknown tool name is a denial too. The one
 //     protocol error of the gateway's own is a request state it did not
@@ -70,6 +77,21 @@ import (
 // Ledger is where outcomes are recorded; *audit.Ledger satisfies it.
 type Ledger interface {
 	Append(ctx context.Context, e audit.Entry) (audit.Record, error)
+}
+
+// healthReporter is a Ledger that can say whether it takes records now
+// (*audit.Ledger's Err), for the ledger_up gauge between requests.
+type healthReporter interface {
+	Err() error
+}
+
+// ledgerHealthy reports whether the ledger takes records: its own word
+// when it has one, else whether the last append succeeded.
+func (l *Loop) ledgerHealthy() bool {
+	if h, ok := l.ledger.(healthReporter); ok {
+		return h.Err() == nil
+	}
+	return !l.ledgerDown.Load()
 }
 
 // Dialer opens the upstream keyed name, delivering its announcements to ev.
@@ -151,6 +173,7 @@ type Loop struct {
 
 	stop       chan struct{} // closed by Close: background work ends
 	closing    atomic.Bool
+	ledgerDown atomic.Bool    // the last ledger append failed; logged once per failure
 	logsWanted atomic.Bool    // a client set a logging level; upstreams send everything
 	wg         sync.WaitGroup // refreshes in flight
 }

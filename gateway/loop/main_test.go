@@ -5,6 +5,7 @@ package loop_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -64,6 +65,11 @@ type setupOpts struct {
 	forPrincipal map[string]loop.PrincipalServer
 	approvals    loop.Approvals
 	pins         pin.Store // nil: in memory
+	// ledgerDir is where the ledger lives ("" for a fresh temporary
+	// directory), opened with ledgerOpts.
+	ledgerDir  string
+	ledgerOpts audit.Options
+	log        *slog.Logger
 }
 
 // setup parses toml (with %BIN% and %WASM% replaced by the test server's
@@ -78,8 +84,15 @@ func setup(t *testing.T, toml string, o setupOpts) *bundle {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	dir := t.TempDir()
-	led, err := audit.Open(dir, audit.Options{CheckpointInterval: -1})
+	dir := o.ledgerDir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	lo := o.ledgerOpts
+	if lo.CheckpointInterval == 0 {
+		lo.CheckpointInterval = -1
+	}
+	led, err := audit.Open(dir, lo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +111,7 @@ func setup(t *testing.T, toml string, o setupOpts) *bundle {
 		Approvals:    o.approvals,
 		ForPrincipal: o.forPrincipal,
 		PinStore:     o.pins,
+		Logger:       o.log,
 	})
 	if err != nil {
 		t.Fatalf("loop.New: %v", err)
@@ -209,8 +223,37 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	return names
 }
 
-// records reads the whole ledger.
+// records reads the ledger's outcome records: one per governed request.
+// The attempt records that precede dispatch are checked here, on every
+// read: each outcome that names an attempt completes exactly that record
+// (same request id, principal, method and tool), each attempt is completed
+// at most once, and every record has a request id.
 func (b *bundle) records(t *testing.T) []audit.Record {
+	t.Helper()
+	var out []audit.Record
+	attempts := map[uint64]audit.Record{}
+	for _, r := range b.allRecords(t) {
+		if r.RequestID == "" {
+			t.Errorf("record %d has no request id", r.Seq)
+		}
+		if r.Decision == audit.Attempting {
+			attempts[r.Seq] = r
+			continue
+		}
+		if r.Attempt != 0 {
+			a, ok := attempts[r.Attempt]
+			if !ok || a.RequestID != r.RequestID || a.Principal != r.Principal || a.Method != r.Method || a.Tool != r.Tool {
+				t.Errorf("record %d completes attempt %d, which is not its attempt (%+v)", r.Seq, r.Attempt, a)
+			}
+			delete(attempts, r.Attempt)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// allRecords reads the whole ledger, attempt records included.
+func (b *bundle) allRecords(t *testing.T) []audit.Record {
 	t.Helper()
 	var out []audit.Record
 	err := audit.Tail(context.Background(), b.dir, audit.TailOptions{}, func(r audit.Record) error {

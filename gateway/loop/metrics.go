@@ -17,6 +17,7 @@ type metrics struct {
 	calls          *prometheus.CounterVec
 	seconds        *prometheus.HistogramVec
 	ledgerFailures prometheus.Counter
+	warnings       *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, l *Loop) (*metrics, error) {
@@ -37,12 +38,25 @@ func newMetrics(reg prometheus.Registerer, l *Loop) (*metrics, error) {
 			Name: "bastion_gateway_ledger_failures_total",
 			Help: "Requests refused because the audit ledger could not record them.",
 		}),
+		warnings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bastion_gateway_warnings_total",
+			Help: "Findings that did not deny a governed request (pin and inspect in warn mode), by rule.",
+		}, []string{"rule"}),
 	}
+	ledgerUp := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "bastion_gateway_ledger_up",
+		Help: "1 while the audit ledger takes records, 0 while it has failed (governed requests are then refused).",
+	}, func() float64 {
+		if l.ledgerHealthy() {
+			return 1
+		}
+		return 0
+	})
 	up := &upCollector{l: l, desc: prometheus.NewDesc("bastion_gateway_upstream_up",
 		"1 when the upstream's session is ready, 0 while it starts, restarts or is closed.", []string{"server"}, nil),
 		restarts: prometheus.NewDesc("bastion_gateway_upstream_restarts",
 			"Sessions of the upstream that ended and were replaced.", []string{"server"}, nil)}
-	for _, c := range []prometheus.Collector{m.calls, m.seconds, m.ledgerFailures, up} {
+	for _, c := range []prometheus.Collector{m.calls, m.seconds, m.ledgerFailures, m.warnings, ledgerUp, up} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {

@@ -3,7 +3,9 @@
 package loop
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -120,7 +122,8 @@ func (c *client) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/call":
 			r, ok := req.(*mcp.CallToolRequest)
 			if ok && r.Params != nil && !c.lists(r.Params.Name) {
-				return c.l.callTool(ctx, c, r)
+				res, err := c.l.callTool(ctx, c, r)
+				return typed(r.Session, res), err
 			}
 		case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
 			c.sync(c.l.cat.Load())
@@ -272,4 +275,31 @@ func addTemplate(s *mcp.Server, t *mcp.ResourceTemplate, h mcp.ResourceHandler, 
 	}()
 	s.AddResourceTemplate(t, h)
 	return true
+}
+
+// typed gives a result the gateway answers itself (not through a registered
+// tool's handler, where the SDK does it) the resultType a 2026-07-28 client
+// expects: "complete", or "input_required" when it asks for input. Older
+// clients get none, as from the SDK. The field is the SDK's own, set the
+// one way its API allows, by decoding.
+func typed(ss *mcp.ServerSession, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil || ss == nil || !multiRoundTrip(ss) {
+		return res
+	}
+	raw, err := json.Marshal(res)
+	if err != nil || bytes.Contains(raw, []byte(`"resultType":`)) || len(raw) < 2 {
+		return res
+	}
+	kind := `{"resultType":"complete",`
+	if res.InputRequests != nil {
+		kind = `{"resultType":"input_required",`
+	}
+	if string(raw) == "{}" {
+		kind = kind[:len(kind)-1]
+	}
+	out := new(mcp.CallToolResult)
+	if err := json.Unmarshal(append([]byte(kind), raw[1:]...), out); err != nil {
+		return res
+	}
+	return out
 }
