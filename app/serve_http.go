@@ -180,6 +180,7 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 		newServer = g.NewServer
 		o.Registry = g.Registry
 		o.Rejected = g.EdgeRejected
+		o.Ready = append(o.Ready, g.ReadyChecks()...)
 	}
 	e, err := edge.New(o, newServer)
 	if err != nil {

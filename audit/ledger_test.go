@@ -15,9 +15,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/internal/testdisk"
 	"github.com/bastion-mcp/bastion/principal"
 )
 
@@ -212,7 +214,9 @@ func TestTamper(t *testing.T) {
 		{"Whitespace", func(l []byte) []byte { return bytes.Replace(l, []byte(`,"seq"`), []byte(`, "seq"`), 1) }, "canonical"},
 		{"EscapedSpelling", func(l []byte) []byte { return bytes.Replace(l, []byte(`"tool_4"`), []byte(`"tool\u005f4"`), 1) }, "canonical"},
 		{"DuplicateKey", func(l []byte) []byte { return bytes.Replace(l, []byte(`{"args`), []byte(`{"tool":"x","args`), 1) }, "canonical"},
-		{"UnknownKey", func(l []byte) []byte { return bytes.Replace(l, []byte(`,"warnings":[]}`), []byte(`,"warnings":[],"x":1}`), 1) }, "unknown field"},
+		{"UnknownKey", func(l []byte) []byte {
+			return bytes.Replace(l, []byte(`,"warnings":[]}`), []byte(`,"warnings":[],"x":1}`), 1)
+		}, "unknown field"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -799,5 +803,144 @@ func TestZeroByteBeforeCheckpointIsBroken(t *testing.T) {
 		if err := os.WriteFile(path, clean, 0o600); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestZeroByteInTailKeepsRecords: one zero byte planted in an unsealed
+// record used to make the next Open cut every record after it. Now Open
+// keeps every complete record (appending after the last one), and Verify
+// names the damaged record's seq.
+func TestZeroByteInTailKeepsRecords(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{CheckpointEvery: -1, CheckpointInterval: -1})
+	l := tb.open(t)
+	for i := range 60 {
+		if _, err := l.Append(context.Background(), entry(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Kill the writer's files without Close: the live segment stays
+	// preallocated, as after a crash, and nothing is sealed.
+	l.closeFiles()
+	data, err := os.ReadFile(tb.seg(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data[:bytes.LastIndexByte(data, '\n')+1], []byte("\n"))
+	off := 0
+	for _, ln := range lines[:8] {
+		off += len(ln)
+	}
+	data[off+10] = 0 // inside record 9
+	if err := os.WriteFile(tb.seg(1), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := tb.verify(t)
+	if !rep.Broken || rep.BrokenAt != 9 || !strings.Contains(rep.Reason, "damaged record") {
+		t.Fatalf("Verify = %+v, want broken at seq 9 naming a damaged record", rep)
+	}
+	l = tb.open(t)
+	r, err := l.Append(context.Background(), entry(60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if r.Seq != 61 {
+		t.Fatalf("the first append after reopening has seq %d, want 61: records were cut", r.Seq)
+	}
+	after := readLines(t, tb.seg(1))
+	if len(after) != 61 {
+		t.Fatalf("%d lines after reopening, want all 60 plus the new one", len(after))
+	}
+	if rep := tb.verify(t); !rep.Broken || rep.BrokenAt != 9 {
+		t.Fatalf("Verify after reopening = %+v, want still broken at seq 9 (kept for forensics)", rep)
+	}
+}
+
+// TestVersion1LedgerVerifies: records written before format version 2 (no
+// attempt, no warnings) still parse and verify.
+func TestVersion1LedgerVerifies(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("testdata", "ledger-v1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := VerifyFS(fstest.MapFS{segmentName(1): {Data: b}}, nil)
+	if err != nil || rep.Broken || rep.Records != 3 {
+		t.Fatalf("Verify(v1 ledger) = %+v, %v; want 3 intact records", rep, err)
+	}
+	r, err := ParseRecord(bytes.SplitN(b, []byte("\n"), 2)[0])
+	if err != nil || r.Version != 1 || r.Warnings != nil {
+		t.Fatalf("v1 record = %+v, %v", r, err)
+	}
+}
+
+// TestFullDiskMidBatchRecovers: concurrent appends on a full tmpfs share
+// batches; a batch that does not fit fails as a whole, even where part of
+// it reached the file, and no appender of it is told its record is
+// durable. Once there is room the ledger recovers by itself: it cuts the
+// partial batch, records the failure, and every acknowledged record is in
+// a ledger that verifies.
+func TestFullDiskMidBatchRecovers(t *testing.T) {
+	t.Parallel()
+	fs := testdisk.Tmpfs(t, 1<<20)
+	tb := setup(t, Options{RetryInterval: 5 * time.Millisecond})
+	tb.dir = filepath.Join(fs, "audit")
+	l := tb.open(t)
+	defer l.Close()
+	free := testdisk.Fill(t, fs)
+	var mu sync.Mutex
+	acked := map[uint64]bool{}
+	failed := 0
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			r, err := l.Append(context.Background(), entry(i))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if !fault.Is(err, fault.Unavailable) {
+					t.Errorf("Append on a full disk = %v, want UNAVAILABLE", err)
+				}
+				failed++
+				return
+			}
+			acked[r.Seq] = true
+		})
+	}
+	wg.Wait()
+	if failed == 0 || l.Err() == nil {
+		t.Fatalf("64 appends on a full disk: %d failed, Err() = %v", failed, l.Err())
+	}
+	free()
+	deadline := time.Now().Add(20 * time.Second)
+	for l.Err() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery within 20s: %v", l.Err())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r, err := l.Append(context.Background(), entry(99))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep := tb.verify(t)
+	if rep.Broken || rep.LastSeq != r.Seq || rep.TornBytes != 0 {
+		t.Fatalf("Verify after recovery = %+v", rep)
+	}
+	var got []Record
+	Tail(context.Background(), tb.dir, TailOptions{}, func(r Record) error { got = append(got, r); return nil })
+	recovered := 0
+	for _, r := range got {
+		delete(acked, r.Seq)
+		if r.Decision == Recovered && r.Rule == "ledger:write-failed" {
+			recovered++
+		}
+	}
+	if len(acked) != 0 || recovered != 1 {
+		t.Fatalf("acknowledged records missing: %v; %d recovered records, want 1", acked, recovered)
 	}
 }

@@ -124,3 +124,35 @@ func TestAuditTailCLI(t *testing.T) {
 		t.Fatalf("tail --format csv: exit %d, %q", code, out)
 	}
 }
+
+// TestAuditVerifyCLIDamagedTail: a zero byte planted in an unsealed record
+// (no checkpoint covers it) is a damaged record: verify exits 1 naming its
+// seq, while the records after it stay in the file for forensics.
+func TestAuditVerifyCLIDamagedTail(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "audit")
+	l, err := audit.Open(dir, audit.Options{CheckpointEvery: -1, CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 10 {
+		e := audit.Entry{Method: "tools/call", Server: "s", Tool: "t" + string(rune('a'+i)), Decision: audit.Allowed}
+		if _, err := l.Append(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seg := filepath.Join(dir, "ledger-000001.jsonl")
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(b, []byte(`"tool":"td"`)) // record 4
+	b[i+2] = 0
+	if err := os.WriteFile(seg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runRoot(t, "audit", "verify", "--dir", dir)
+	if code != 1 || !strings.HasPrefix(out, "broken at seq 4: ") || !strings.Contains(out, "damaged record") {
+		t.Fatalf("verify damaged tail: exit %d, %q; want exit 1, broken at seq 4, a damaged record", code, out)
+	}
+}
