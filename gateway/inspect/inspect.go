@@ -138,7 +138,32 @@ func (s *Scanner) ScanText(text string) Result {
 	}
 	sc := scan{s: s, budget: 2*len(text) + 4096}
 	sc.segment(Normalize(text), 0)
+	if sp, ok := spaced(text); ok {
+		sc.segment(Normalize(sp), 0)
+	}
 	r.Findings = sc.found
+	return r
+}
+
+// ScanTool scans a tool definition: every string in it, keys as well as
+// values (ScanJSON), and again with identifiers read as words (see
+// wordify), since a schema's property names and enum values are text the
+// model reads too.
+func (s *Scanner) ScanTool(raw []byte) Result {
+	text, over, ok := s.flat.flatten(raw, s.maxBytes)
+	if !ok {
+		return s.ScanText(string(raw))
+	}
+	r := s.ScanText(text)
+	r.Oversize = r.Oversize || over
+	if w := wordify(text); w != text {
+		for _, f := range s.ScanText(w).Findings {
+			if !slices.Contains(r.Findings, f) {
+				r.Findings = append(r.Findings, f)
+			}
+		}
+		slices.SortStableFunc(r.Findings, func(a, b Finding) int { return int(a.Category) - int(b.Category) })
+	}
 	return r
 }
 
@@ -158,6 +183,10 @@ type scan struct {
 	s      *Scanner
 	found  []Finding
 	budget int
+	// judged holds, per detector, one past the start of the sentence its
+	// judge last saw, so a sentence with many start words is judged once.
+	judged    []int
+	judgedBuf [48]int
 }
 
 func (sc *scan) has(name string) bool {
@@ -179,6 +208,7 @@ func (sc *scan) segment(t string, depth int) {
 // run applies every detector that has not fired yet to t.
 func (sc *scan) run(t string) {
 	lower := asciiLower(t)
+	clear(sc.judged) // offsets are into this text
 	s := sc.s
 	// One pass over the text finds every start of every built-in detector.
 	for p := 0; p+1 < len(lower); p++ {
@@ -195,7 +225,13 @@ func (sc *scan) run(t string) {
 			if !strings.HasPrefix(lower[p:], ref.kw) || sc.has(d.name) {
 				continue
 			}
-			if d.tryAt(t, lower, p) {
+			if d.judge != nil {
+				if sc.judge(ref.det, lower, p) {
+					sc.found = append(sc.found, Finding{Detector: d.name, Category: d.category})
+				}
+				continue
+			}
+			if d.tryAt(t, lower, p) && !(d.category == Injection && quotedMention(lower, p)) {
 				sc.found = append(sc.found, Finding{Detector: d.name, Category: d.category})
 			}
 		}
@@ -207,6 +243,26 @@ func (sc *scan) run(t string) {
 	}
 	// Secrets first, then by rule pack order, whatever order they fired in.
 	slices.SortStableFunc(sc.found, func(a, b Finding) int { return int(a.Category) - int(b.Category) })
+}
+
+// judge runs intent detector det on the sentence of lower around p,
+// unless it has judged that sentence already.
+func (sc *scan) judge(det int, lower string, p int) bool {
+	d := sc.s.detectors[det]
+	lo, hi := sentenceAt(lower, p)
+	if d.wholeSentence {
+		if sc.judged == nil {
+			sc.judged = sc.judgedBuf[:0]
+		}
+		if len(sc.judged) < len(sc.s.detectors) {
+			sc.judged = append(sc.judged[:0], make([]int, len(sc.s.detectors))...)
+		}
+		if sc.judged[det] == lo+1 {
+			return false
+		}
+		sc.judged[det] = lo + 1
+	}
+	return d.judge(lower[lo:hi], p-lo) && !quotedMention(lower, p)
 }
 
 // startIndex finds the detectors' start words in one pass: a filter on the
