@@ -177,9 +177,9 @@ func envFile(s string, i int) bool {
 }
 
 var (
-	convoRe      = regexp.MustCompile(`\bconversation\b|\bchat[\s_-]history\b|\b(?:previous|prior|earlier|past)\s+messages\b|\bsystem[\s_-]prompt\b|\bmessages\s+of\s+this\b`)
-	destRe       = regexp.MustCompile(`https?://|[\w.+-]+@[\w-]+\.[a-z]{2,}|\bwebhooks?\b|\bendpoint\b|\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b|\boff-?site\b|\bthird[\s-]party\b|\bremote\s+server\b|\bto\s+(?:this|the|my|our|following)\s+(?:url|server|address|site)\b`)
-	sinkRe       = regexp.MustCompile("\\b(?:as|in|into|to|inside|within|with)\\s+(?:the\\s+|this\\s+|its\\s+|a\\s+|an\\s+)?['\"`]?[\\w-]*['\"`]?\\s*(?:argument|parameter|param|field|property|input|tag)s?\\b" +
+	convoRe = regexp.MustCompile(`\bconversation\b|\bchat[\s_-]history\b|\b(?:previous|prior|earlier|past)\s+messages\b|\bsystem[\s_-]prompt\b|\bmessages\s+of\s+this\b`)
+	destRe  = regexp.MustCompile(`https?://|[\w.+-]+@[\w-]+\.[a-z]{2,}|\bwebhooks?\b|\bendpoint\b|\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b|\boff-?site\b|\bthird[\s-]party\b|\bremote\s+server\b|\bto\s+(?:this|the|my|our|following)\s+(?:url|server|address|site)\b`)
+	sinkRe  = regexp.MustCompile("\\b(?:as|in|into|to|inside|within|with)\\s+(?:the\\s+|this\\s+|its\\s+|a\\s+|an\\s+)?['\"`]?[\\w-]*['\"`]?\\s*(?:argument|parameter|param|field|property|input|tag)s?\\b" +
 		"|\\b(?:goes?|put\\s+it|pass|paste\\s+it|it)\\s+here\\b|\\bpaste\\b[^.]{0,30}\\bhere\\b|\\bwith\\s+the\\s+request\\b|\\bgive\\s+me\\b|\\bto\\s+this\\s+tool\\b|\\bas\\s+['\"`][\\w-]+['\"`]|\\bfill\\s+(?:this|it)\\s+with\\b")
 	needRe   = regexp.MustCompile(`\b(?:requires?|needs?|must\s+(?:be\s+)?(?:provided|included|given))\b|\bcontents?\s+of\b`)
 	covertRe = regexp.MustCompile(`\b(?:silently|secretly|quietly|covertly)\b|\bwithout\s+(?:asking|telling|informing|notifying)\b`)

@@ -86,8 +86,8 @@ func injectionRules() []*detector {
 		injection("ignore_previous_instructions", []string{"ignore", "disregard", "forget", "override", "bypass",
 			"your new", "your real", "your actual", "your true", "your updated", "the new instr", "the real instr", "the actual instr", "you are no", "you're no"},
 			[]string{"instruction", "prompt", "direction", "directive", "rule", "guideline", "guardrail", "context", "command", "message", "above", "previous", "prior", "everything", "told", "bound"}, 200,
-			`(?:ignore|disregard|forget|override|bypass)\b(?:\s+(?:all|any|the|your|my|of|these|those|every|everything))*\s+(?:previous|prior|above|earlier|preceding|original|initial|system|safety)\s+(?:instructions?|prompts?|directions?|directives?|rules?|guidelines?|guardrails?|context|commands?|messages?)\b|disregard\s+(?:all\s+(?:of\s+)?)?(?:the\s+)?(?:above|previous|prior)\b` +
-				`|(?:ignore|disregard|forget)\s+(?:everything|anything|all)\s+(?:(?:you\s+(?:were|have\s+been)\s+)?(?:told|said|instructed)|(?:above|before|previously))` +
+			`(?:ignore|disregard|forget|override|bypass)\b(?:\s+(?:all|any|the|your|my|of|these|those|every|everything))*\s+(?:previous|prior|above|earlier|preceding|original|initial|system|safety)\s+(?:instructions?|prompts?|directions?|directives?|rules?|guidelines?|guardrails?|context|commands?|messages?)\b|disregard\s+(?:all\s+(?:of\s+)?)?(?:the\s+)?(?:above|previous|prior)\b`+
+				`|(?:ignore|disregard|forget)\s+(?:everything|anything|all)\s+(?:(?:you\s+(?:were|have\s+been)\s+)?(?:told|said|instructed)|(?:above|before|previously))`+
 				`|(?:your|the)\s+(?:new|real|actual|true|updated)\s+instructions\s+(?:are|follow)\b|(?:you\s+are|you're)\s+no\s+longer\s+bound\s+by\b`),
 		injection("system_prompt_override",
 			[]string{"new", "updated", "override", "replace", "reveal", "print", "show", "output", "repeat", "leak", "disclose",
