@@ -108,6 +108,12 @@ func NewScanner(o Options) (*Scanner, error) {
 	}
 	// Secrets first: when a text holds both, the secret is what matters.
 	slices.SortStableFunc(s.detectors, func(a, b *detector) int { return int(a.category) - int(b.category) })
+	slot := 0
+	for _, d := range s.detectors {
+		if d.wholeSentence {
+			d.slot, slot = slot, slot+1 // at most maxSlots, all built-in
+		}
+	}
 	s.idx = newStartIndex(s.detectors)
 	return s, nil
 }
@@ -138,8 +144,10 @@ func (s *Scanner) ScanText(text string) Result {
 	}
 	sc := scan{s: s, budget: 2*len(text) + 4096}
 	sc.segment(Normalize(text), 0)
-	if sp, ok := spaced(text); ok {
-		sc.segment(Normalize(sp), 0)
+	if !plainASCII(text) {
+		if sp, ok := spaced(text); ok {
+			sc.segment(Normalize(sp), 0)
+		}
 	}
 	r.Findings = sc.found
 	return r
@@ -183,10 +191,14 @@ type scan struct {
 	s      *Scanner
 	found  []Finding
 	budget int
-	// judged holds, per detector, one past the start of the sentence its
-	// judge last saw, so a sentence with many start words is judged once.
-	judged    []int
-	judgedBuf [48]int
+	// judged holds, per whole-sentence judge (by its slot), one past the
+	// start of the sentence it last saw, so a sentence with many start
+	// words is judged once.
+	judged [maxSlots]int32
+	// sent is the last sentence sentenceAt found in the text run is
+	// scanning, as lo+1 and hi, so the start words of one sentence find
+	// its bounds once.
+	sentLo, sentHi int
 }
 
 func (sc *scan) has(name string) bool {
@@ -208,7 +220,8 @@ func (sc *scan) segment(t string, depth int) {
 // run applies every detector that has not fired yet to t.
 func (sc *scan) run(t string) {
 	lower := asciiLower(t)
-	clear(sc.judged) // offsets are into this text
+	sc.judged = [maxSlots]int32{} // offsets are into this text
+	sc.sentLo, sc.sentHi = 0, 0
 	s := sc.s
 	// One pass over the text finds every start of every built-in detector.
 	for p := 0; p+1 < len(lower); p++ {
@@ -249,18 +262,16 @@ func (sc *scan) run(t string) {
 // unless it has judged that sentence already.
 func (sc *scan) judge(det int, lower string, p int) bool {
 	d := sc.s.detectors[det]
-	lo, hi := sentenceAt(lower, p)
+	lo, hi := sc.sentLo-1, sc.sentHi
+	if p < lo || p >= hi {
+		lo, hi = sentenceAt(lower, p)
+		sc.sentLo, sc.sentHi = lo+1, hi
+	}
 	if d.wholeSentence {
-		if sc.judged == nil {
-			sc.judged = sc.judgedBuf[:0]
-		}
-		if len(sc.judged) < len(sc.s.detectors) {
-			sc.judged = append(sc.judged[:0], make([]int, len(sc.s.detectors))...)
-		}
-		if sc.judged[det] == lo+1 {
+		if sc.judged[d.slot] == int32(lo+1) {
 			return false
 		}
-		sc.judged[det] = lo + 1
+		sc.judged[d.slot] = int32(lo + 1)
 	}
 	return d.judge(lower[lo:hi], p-lo) && !quotedMention(lower, p)
 }

@@ -64,14 +64,29 @@ func isStop(c byte) bool { return c == '.' || c == '!' || c == '?' }
 
 // The vocabulary of the judges. Verbs are base forms: "read" is an
 // instruction, "reads" describes the tool.
-var (
-	acquireVerbs  = words("read cat open load fetch get retrieve collect gather grab extract obtain copy access dump scrape harvest find")
-	transferVerbs = words("send post upload forward transmit email leak share submit pass put include attach append add insert embed paste supply provide give fill bcc cc write sync mirror exfiltrate")
-	callVerbs     = words("call invoke run execute use trigger")
-	// headWords may stand right before an imperative verb.
-	headWords = words("and then first also please always must should to you now just simply next finally immediately quietly silently secretly covertly tool function step assistant agent ai but so")
-	negations = words("not never don't dont no doesn't without")
+const (
+	acquire uint8 = 1 << iota
+	transfer
+	invoke
+	head     // may stand right before an imperative verb
+	negation // makes the verb after it (or the one after that) no instruction
 )
+
+var vocabulary = func() map[string]uint8 {
+	m := map[string]uint8{}
+	for class, list := range map[uint8]string{
+		acquire:  "read cat open load fetch get retrieve collect gather grab extract obtain copy access dump scrape harvest find",
+		transfer: "send post upload forward transmit email leak share submit pass put include attach append add insert embed paste supply provide give fill bcc cc write sync mirror exfiltrate copy",
+		invoke:   "call invoke run execute use trigger",
+		head:     "and then first also please always must should to you now just simply next finally immediately quietly silently secretly covertly tool function step assistant agent ai but so",
+		negation: "not never don't dont no doesn't without",
+	} {
+		for _, w := range strings.Fields(list) {
+			m[w] |= class
+		}
+	}
+	return m
+}()
 
 func words(s string) map[string]bool {
 	m := map[string]bool{}
@@ -83,12 +98,12 @@ func words(s string) map[string]bool {
 
 func isWordByte(c byte) bool { return isWord(c) && c != '_' || c == '\'' }
 
-// imperative reports whether s holds a verb of verbs used as an
-// instruction: first in its clause (after punctuation or the sentence's
-// start) or after a head word ("and", "first", "you must ..."), and not
-// negated ("do not read", "never send").
-func imperative(s string, verbs map[string]bool) bool {
-	var prev, prev2 string
+// imperative reports whether s holds a verb of one of the classes in verbs
+// used as an instruction: first in its clause (after punctuation or the
+// sentence's start) or after a head word ("and", "first", "you must ..."),
+// and not negated ("do not read", "never send").
+func imperative(s string, verbs uint8) bool {
+	var prev, prev2 uint8
 	punct := true
 	for i := 0; i < len(s); {
 		if !isWordByte(s[i]) {
@@ -102,8 +117,11 @@ func imperative(s string, verbs map[string]bool) bool {
 		for j < len(s) && isWordByte(s[j]) {
 			j++
 		}
-		w := s[i:j]
-		if verbs[w] && (punct || headWords[prev]) && !negations[prev] && !negations[prev2] {
+		var w uint8
+		if j-i <= 11 { // the longest word of the vocabulary
+			w = vocabulary[s[i:j]]
+		}
+		if w&verbs != 0 && (punct || prev&head != 0) && (prev|prev2)&negation == 0 {
 			return true
 		}
 		prev2, prev, punct = prev, w, false
@@ -223,7 +241,7 @@ func judgeFileRead(s string, _ int) bool {
 	if !strong && !weak {
 		return false
 	}
-	act := imperative(s, acquireVerbs) || imperative(s, transferVerbs)
+	act := imperative(s, acquire|transfer)
 	to := sink(s) || destination(s)
 	if strong {
 		return act || to || need(s)
@@ -243,16 +261,16 @@ func judgeExfiltration(s string, _ int) bool {
 			return false
 		}
 	}
-	if imperative(s, transferVerbs) && destination(s) {
+	if imperative(s, transfer) && destination(s) {
 		return true
 	}
-	return cred && imperative(s, acquireVerbs) && (sink(s) || destination(s))
+	return cred && imperative(s, acquire) && (sink(s) || destination(s))
 }
 
 // judgeToolCall: an instruction to call a tool on secret data, covertly,
 // or towards an outside destination.
 func judgeToolCall(s string, _ int) bool {
-	if !containsAny(s, "_", "tool", "function") || !imperative(s, callVerbs) {
+	if !containsAny(s, "_", "tool", "function") || !imperative(s, invoke) {
 		return false
 	}
 	if strong, weak := sensitivePath(s); strong || weak {
@@ -271,7 +289,8 @@ var concealRe = regexp.MustCompile(`^(?:(?:do\s+not|don'?t|never|without)\s+(?:t
 // "without" under a negation is not one.
 func judgeConceal(s string, at int) bool {
 	t := s[at:min(len(s), at+160)]
-	if !containsAny(t, "user", "instruction") || !concealRe.MatchString(t) {
+	if strings.HasPrefix(t, "user") && !containsAny(t[:min(len(t), 16)], " must", " should", " will", " may") ||
+		!containsAny(t, "user", "instruction") || !concealRe.MatchString(t) {
 		return false
 	}
 	return !strings.HasPrefix(s[at:], "without") || !imperativeNegated(s[:at])

@@ -104,7 +104,7 @@ var homoglyphs = func() map[rune]byte {
 // characters read as separate words to a model, while one split inside a
 // word reads as the word, so a scan looks at both.
 func spaced(s string) (string, bool) {
-	if plainASCII(s) || strings.IndexFunc(s, invisible) < 0 {
+	if strings.IndexFunc(s, invisible) < 0 {
 		return "", false
 	}
 	return strings.Map(func(r rune) rune {

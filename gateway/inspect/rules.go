@@ -55,7 +55,11 @@ type detector struct {
 	// per sentence if wholeSentence.
 	judge         judge
 	wholeSentence bool
+	slot          int // of a whole-sentence judge in scan.judged
 }
+
+// maxSlots bounds the built-in whole-sentence judges.
+const maxSlots = 8
 
 // sep is what separates the words of an injection phrase: whitespace, or
 // the '+', '_' and '-' a model reads straight through.
