@@ -83,3 +83,27 @@ func BenchmarkFlatten(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkInspectArgs scans typical small argument objects, the common
+// case on the hot path: a path, a query, a message.
+func BenchmarkInspectArgs(b *testing.B) {
+	for _, in := range []struct{ name, raw string }{
+		{"path", `{"path":"/home/dev/project/README.md","encoding":"utf-8"}`},
+		{"query", `{"query":"how do I rotate the API token for the staging service?","limit":10}`},
+		{"message", `{"channel":"#ops","text":"Deploy finished after calling the export tool. Send the weekly report to the team when you can."}`},
+	} {
+		raw := []byte(in.raw)
+		if r := defaultScan.ScanJSON(raw); !r.Clean() {
+			b.Fatalf("%s is not clean: %v", in.name, r.Findings)
+		}
+		b.Run(in.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(raw)))
+			done := benchcpu.Start(b)
+			for b.Loop() {
+				defaultScan.ScanJSON(raw)
+			}
+			done()
+		})
+	}
+}

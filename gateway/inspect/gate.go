@@ -81,32 +81,45 @@ func NewGate(s *Scanner, m Mode) *Gate {
 // Mode returns the gate's mode.
 func (g *Gate) Mode() Mode { return g.mode }
 
-// decide turns a scan of surface into a Decision.
+// decide turns a scan of surface into a Decision: in enforce mode a
+// denial, otherwise an allow carrying every finding as a warning.
 func (g *Gate) decide(r Result, surface string) gateway.Decision {
+	d := gateway.Allow(gateway.GateInspect, "")
 	if r.Clean() {
-		return gateway.Allow(gateway.GateInspect, "")
-	}
-	rule, reason := Describe(r, surface)
-	if g.mode != Enforce {
-		d := gateway.Allow(gateway.GateInspect, "")
-		d.Warnings = []string{rule + ": " + reason}
 		return d
 	}
-	return gateway.Deny(gateway.GateInspect, rule, reason)
+	if g.mode == Enforce {
+		rule, reason := Describe(r, surface)
+		return gateway.Deny(gateway.GateInspect, rule, reason)
+	}
+	d.Warnings = Warnings(r, surface)
+	return d
+}
+
+// Warnings returns what a scan of surface found as warnings, "RULE:
+// REASON", one per rule (secrets, injections, oversize), so a scan that
+// found both a secret and an injection reports both. Like Describe, they
+// name detectors and the surface, never what was matched.
+func Warnings(r Result, surface string) []string {
+	var out []string
+	secrets, injections := r.byCategory()
+	if len(secrets) > 0 {
+		out = append(out, RuleSecret+": secret detected ("+strings.Join(secrets, ", ")+") in "+surface)
+	}
+	if len(injections) > 0 {
+		out = append(out, RuleInjection+": prompt injection detected ("+strings.Join(injections, ", ")+") in "+surface)
+	}
+	if r.Oversize {
+		out = append(out, RuleOversize+": "+surface+" too large to inspect")
+	}
+	return out
 }
 
 // Describe returns the audit rule and the client-safe reason for a scan of
 // surface ("arguments", "result", "tool description"): it names detectors,
 // never what they matched.
 func Describe(r Result, surface string) (rule, reason string) {
-	var secrets, injections []string
-	for _, f := range r.Findings {
-		if f.Category == Secret {
-			secrets = append(secrets, f.Detector)
-		} else {
-			injections = append(injections, f.Detector)
-		}
-	}
+	secrets, injections := r.byCategory()
 	switch {
 	case len(secrets) > 0:
 		return RuleSecret, "secret detected (" + strings.Join(secrets, ", ") + ") in " + surface
@@ -122,14 +135,24 @@ func (g *Gate) Check(_ context.Context, a *gateway.CallArgs) (gateway.Decision, 
 	if g.mode == Off {
 		return gateway.Allow(gateway.GateInspect, ""), nil
 	}
-	if r, bad := (*g.poisoned.Load())[toolKey{a.Server, a.Tool}]; bad && g.mode == Enforce {
+	var warnings []string
+	if r, bad := (*g.poisoned.Load())[toolKey{a.Server, a.Tool}]; bad {
 		_, why := Describe(r, "its description")
-		return gateway.Deny(gateway.GateInspect, RulePoisoned, "tool is withheld: "+why), nil
+		if g.mode == Enforce {
+			return gateway.Deny(gateway.GateInspect, RulePoisoned, "tool is withheld: "+why), nil
+		}
+		// Warn mode calls the tool, and says on the call that its
+		// definition was flagged.
+		warnings = append(warnings, RulePoisoned+": "+why)
 	}
-	if len(a.Arguments) == 0 {
-		return gateway.Allow(gateway.GateInspect, ""), nil
+	d := gateway.Allow(gateway.GateInspect, "")
+	if len(a.Arguments) > 0 {
+		d = g.decide(g.scanner.ScanJSON(a.Arguments), "arguments")
 	}
-	return g.decide(g.scanner.ScanJSON(a.Arguments), "arguments"), nil
+	if len(warnings) > 0 && d.Allow {
+		d.Warnings = append(warnings, d.Warnings...)
+	}
+	return d, nil
 }
 
 // CheckResult implements gateway.ResultGate. In enforce mode a flagged
@@ -141,11 +164,26 @@ func (g *Gate) CheckResult(_ context.Context, _ *gateway.CallArgs, result json.R
 	return g.decide(g.scanner.ScanJSON(result), "result"), nil
 }
 
+// byCategory returns the names of the detectors that fired, secrets and
+// injections apart.
+func (r Result) byCategory() (secrets, injections []string) {
+	for _, f := range r.Findings {
+		if f.Category == Secret {
+			secrets = append(secrets, f.Detector)
+		} else {
+			injections = append(injections, f.Detector)
+		}
+	}
+	return secrets, injections
+}
+
 // ToolFinding is a flagged tool definition.
 type ToolFinding struct {
 	Tool   string
-	Rule   string
+	Rule   string // of the first finding, as Describe
 	Reason string
+	// Warnings are every finding, as Warnings gives them.
+	Warnings []string
 }
 
 // ObserveTools scans the definitions server offers now (at connect and on
@@ -164,12 +202,12 @@ func (g *Gate) ObserveTools(server string, tools []json.RawMessage) []ToolFindin
 		if json.Unmarshal(t, &named) != nil {
 			continue
 		}
-		r := g.scanner.ScanJSON(t)
+		r := g.scanner.ScanTool(t)
 		if r.Clean() {
 			continue
 		}
 		rule, reason := Describe(r, "tool description")
-		out = append(out, ToolFinding{Tool: named.Name, Rule: rule, Reason: reason})
+		out = append(out, ToolFinding{Tool: named.Name, Rule: rule, Reason: reason, Warnings: Warnings(r, "tool description")})
 		flagged[named.Name] = r
 	}
 	g.mu.Lock()

@@ -108,6 +108,12 @@ func NewScanner(o Options) (*Scanner, error) {
 	}
 	// Secrets first: when a text holds both, the secret is what matters.
 	slices.SortStableFunc(s.detectors, func(a, b *detector) int { return int(a.category) - int(b.category) })
+	slot := 0
+	for _, d := range s.detectors {
+		if d.wholeSentence {
+			d.slot, slot = slot, slot+1 // at most maxSlots, all built-in
+		}
+	}
 	s.idx = newStartIndex(s.detectors)
 	return s, nil
 }
@@ -138,7 +144,34 @@ func (s *Scanner) ScanText(text string) Result {
 	}
 	sc := scan{s: s, budget: 2*len(text) + 4096}
 	sc.segment(Normalize(text), 0)
+	if !plainASCII(text) {
+		if sp, ok := spaced(text); ok {
+			sc.segment(Normalize(sp), 0)
+		}
+	}
 	r.Findings = sc.found
+	return r
+}
+
+// ScanTool scans a tool definition: every string in it, keys as well as
+// values (ScanJSON), and again with identifiers read as words (see
+// wordify), since a schema's property names and enum values are text the
+// model reads too.
+func (s *Scanner) ScanTool(raw []byte) Result {
+	text, over, ok := s.flat.flatten(raw, s.maxBytes)
+	if !ok {
+		return s.ScanText(string(raw))
+	}
+	r := s.ScanText(text)
+	r.Oversize = r.Oversize || over
+	if w := wordify(text); w != text {
+		for _, f := range s.ScanText(w).Findings {
+			if !slices.Contains(r.Findings, f) {
+				r.Findings = append(r.Findings, f)
+			}
+		}
+		slices.SortStableFunc(r.Findings, func(a, b Finding) int { return int(a.Category) - int(b.Category) })
+	}
 	return r
 }
 
@@ -158,6 +191,14 @@ type scan struct {
 	s      *Scanner
 	found  []Finding
 	budget int
+	// judged holds, per whole-sentence judge (by its slot), one past the
+	// start of the sentence it last saw, so a sentence with many start
+	// words is judged once.
+	judged [maxSlots]int32
+	// sent is the last sentence sentenceAt found in the text run is
+	// scanning, as lo+1 and hi, so the start words of one sentence find
+	// its bounds once.
+	sentLo, sentHi int
 }
 
 func (sc *scan) has(name string) bool {
@@ -179,6 +220,8 @@ func (sc *scan) segment(t string, depth int) {
 // run applies every detector that has not fired yet to t.
 func (sc *scan) run(t string) {
 	lower := asciiLower(t)
+	sc.judged = [maxSlots]int32{} // offsets are into this text
+	sc.sentLo, sc.sentHi = 0, 0
 	s := sc.s
 	// One pass over the text finds every start of every built-in detector.
 	for p := 0; p+1 < len(lower); p++ {
@@ -195,7 +238,13 @@ func (sc *scan) run(t string) {
 			if !strings.HasPrefix(lower[p:], ref.kw) || sc.has(d.name) {
 				continue
 			}
-			if d.tryAt(t, lower, p) {
+			if d.judge != nil {
+				if sc.judge(ref.det, lower, p) {
+					sc.found = append(sc.found, Finding{Detector: d.name, Category: d.category})
+				}
+				continue
+			}
+			if d.tryAt(t, lower, p) && !(d.category == Injection && quotedMention(lower, p)) {
 				sc.found = append(sc.found, Finding{Detector: d.name, Category: d.category})
 			}
 		}
@@ -207,6 +256,24 @@ func (sc *scan) run(t string) {
 	}
 	// Secrets first, then by rule pack order, whatever order they fired in.
 	slices.SortStableFunc(sc.found, func(a, b Finding) int { return int(a.Category) - int(b.Category) })
+}
+
+// judge runs intent detector det on the sentence of lower around p,
+// unless it has judged that sentence already.
+func (sc *scan) judge(det int, lower string, p int) bool {
+	d := sc.s.detectors[det]
+	lo, hi := sc.sentLo-1, sc.sentHi
+	if p < lo || p >= hi {
+		lo, hi = sentenceAt(lower, p)
+		sc.sentLo, sc.sentHi = lo+1, hi
+	}
+	if d.wholeSentence {
+		if sc.judged[d.slot] == int32(lo+1) {
+			return false
+		}
+		sc.judged[d.slot] = int32(lo + 1)
+	}
+	return d.judge(lower[lo:hi], p-lo) && !quotedMention(lower, p)
 }
 
 // startIndex finds the detectors' start words in one pass: a filter on the

@@ -23,7 +23,11 @@ import (
 //   - other control characters except tab, newline and carriage return
 //     become spaces;
 //   - the result is put in Unicode NFKC (fullwidth and other compatibility
-//     forms fold to their plain letters).
+//     forms fold to their plain letters);
+//   - Cyrillic and Greek letters that look like Latin ones (а, е, о, р, с,
+//     Α, Ο, ...) become those Latin letters, so a phrase spelled with
+//     look-alikes reads as the phrase (text really in those scripts
+//     becomes a harmless mixture).
 //
 // Pure printable ASCII is returned unchanged without copying.
 func Normalize(s string) string {
@@ -65,12 +69,77 @@ func strip(s string) string {
 			b.WriteRune(r)
 		case unicode.IsControl(r):
 			b.WriteByte(' ')
+		case r >= 0x370 && r < 0x530:
+			if l, ok := homoglyphs[r]; ok {
+				b.WriteByte(l)
+			} else {
+				b.WriteRune(r)
+			}
 		default:
 			b.WriteRune(r)
 		}
 		i += w
 	}
 	return b.String()
+}
+
+// homoglyphs maps Greek and Cyrillic letters to the Latin letters they are
+// drawn like.
+var homoglyphs = func() map[rune]byte {
+	m := map[rune]byte{}
+	for _, pair := range []string{
+		"аa", "вb", "еe", "іi", "јj", "кk", "оo", "рp", "сc", "уy", "хx", "ѕs", "һh", "ԁd", "ԛq", "ԝw", "ӏl",
+		"АA", "ВB", "ЕE", "КK", "МM", "НH", "ОO", "РP", "СC", "ТT", "ХX", "УY", "ІI", "ЈJ", "ЅS", "ҺH", "ԚQ", "ԜW",
+		"ΑA", "ΒB", "ΕE", "ΖZ", "ΗH", "ΙI", "ΚK", "ΜM", "ΝN", "ΟO", "ΡP", "ΤT", "ΥY", "ΧX",
+		"οo", "αa", "ιi", "κk", "νv", "ρp", "υu", "ϲc", "ϳj", "εe",
+	} {
+		r, n := utf8.DecodeRuneInString(pair)
+		m[r] = pair[n]
+	}
+	return m
+}()
+
+// spaced returns s with each invisible character (see invisible) replaced
+// by a space, and whether there was one: words joined by zero-width
+// characters read as separate words to a model, while one split inside a
+// word reads as the word, so a scan looks at both.
+func spaced(s string) (string, bool) {
+	if strings.IndexFunc(s, invisible) < 0 {
+		return "", false
+	}
+	return strings.Map(func(r rune) rune {
+		if invisible(r) {
+			return ' '
+		}
+		return r
+	}, s), true
+}
+
+// wordify returns the identifiers of s as words: '_' becomes a space and
+// a lower-case letter followed by an upper-case one gets a space between,
+// so a schema's property name ("readIdRsaAndPassHere",
+// "send_the_system_prompt") reads as the sentence it spells.
+func wordify(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || i > 0 && c >= 'A' && c <= 'Z' && s[i-1] >= 'a' && s[i-1] <= 'z' {
+			if b == nil {
+				b = append(make([]byte, 0, len(s)+len(s)/8), s[:i]...)
+			}
+			b = append(b, ' ')
+			if c == '_' {
+				continue
+			}
+		}
+		if b != nil {
+			b = append(b, c)
+		}
+	}
+	if b == nil {
+		return s
+	}
+	return string(b)
 }
 
 func invisible(r rune) bool {
@@ -167,7 +236,9 @@ func decodings(s string, budget *int, emit func(string)) {
 			j++
 		}
 		if j-i >= minBase64Run {
-			if d, ok := decodeBase64(s[i:j]); ok {
+			if d, ok := decodeHex(s[i:j]); ok {
+				take(d, budget, emit)
+			} else if d, ok := decodeBase64(s[i:j]); ok {
 				take(d, budget, emit)
 			}
 		}
@@ -202,7 +273,16 @@ func decodeBase64(run string) (string, bool) {
 		run = run[:len(run)-1]
 	}
 	b, err := enc.DecodeString(run)
-	if err != nil || len(b) == 0 || !utf8.Valid(b) {
+	if err != nil {
+		return "", false
+	}
+	return printableText(b)
+}
+
+// printableText accepts decoded bytes that are UTF-8 and at least 90%
+// printable.
+func printableText(b []byte) (string, bool) {
+	if len(b) == 0 || !utf8.Valid(b) {
 		return "", false
 	}
 	printable := 0
@@ -215,6 +295,19 @@ func decodeBase64(run string) (string, bool) {
 		return "", false
 	}
 	return string(b), true
+}
+
+// decodeHex decodes a run of hex digits that spells mostly printable text
+// (a hash or an id does not, and is left alone).
+func decodeHex(run string) (string, bool) {
+	if len(run)%2 != 0 || strings.IndexFunc(run, func(r rune) bool { return unhex(byte(r)) < 0 }) >= 0 {
+		return "", false
+	}
+	b := make([]byte, len(run)/2)
+	for i := range b {
+		b[i] = byte(unhex(run[2*i])<<4 | unhex(run[2*i+1]))
+	}
+	return printableText(b)
 }
 
 // percentDecode decodes %XX escapes and '+' as a space (form encoding)
