@@ -33,6 +33,8 @@ type serveFlags struct {
 	tenantClaim, rolesClaim string
 	gateway                 string
 	jwksAllowPrivate        bool
+	requireATJWT            bool
+	methodScopes            []string
 	allowedHosts            []string
 	allowedOrigins          []string
 	trustedProxy            bool
@@ -56,9 +58,17 @@ path answer 404, and --agent-access-off does the same for chosen tenants; a
 request with Forwarded/X-Forwarded-* headers is refused unless --trusted-proxy.
 
 Authentication: personal access tokens (bastion token create) always; OAuth
-access tokens (JWT) when --resource, --issuer and --jwks-url are given
-(--jwks-allow-private lets the JWKS fetch reach a loopback issuer, for tests
-and local development only). With --resource, RFC 9728 metadata is served.
+access tokens (JWT) when --resource, --issuer and --jwks-url are given. The
+JWKS is fetched over https only (a plain-http --jwks-url is refused at start);
+--jwks-allow-private lets the fetch reach a loopback or private issuer, for
+tests and local development only, and an issuer under a private CA is trusted
+through SSL_CERT_FILE. With --resource, RFC 9728 metadata is served. A token
+is read only from the Authorization header: ?access_token= is ignored (401).
+--require-at-jwt refuses JWTs whose typ is not at+jwt (RFC 9068).
+--method-scopes METHOD=SCOPE[,SCOPE...] (repeatable) makes an MCP method need
+scopes, answered 403 insufficient_scope otherwise; initialize's scopes are
+required of every MCP request on both wires (the 2026-07-28 wire has no
+initialize), e.g. --method-scopes initialize=reviews:read.
 
 State: SQLite in --data-dir by default; --database-url puts it on PostgreSQL
 so several replicas share jobs (serve as a role that owns no table and
@@ -100,7 +110,9 @@ prints it once on stderr with the URL.`,
 	fl.StringVar(&f.tenantClaim, "tenant-claim", auth.DefaultTenantClaim, "JWT claim naming the tenant")
 	fl.StringVar(&f.rolesClaim, "roles-claim", auth.DefaultRolesClaim, "JWT claim naming the caller's roles, for the gateway's policy (personal access tokens carry none)")
 	fl.StringVar(&f.gateway, "gateway", "", "serve the governing gateway configured in this bastion.toml on the MCP path")
-	fl.BoolVar(&f.jwksAllowPrivate, "jwks-allow-private", false, "tests and local development only: fetch the JWKS from a loopback/private issuer")
+	fl.BoolVar(&f.jwksAllowPrivate, "jwks-allow-private", false, "tests and local development only: fetch the JWKS from a loopback/private issuer (still https only)")
+	fl.BoolVar(&f.requireATJWT, "require-at-jwt", false, `refuse JWTs whose header typ is not "at+jwt" (RFC 9068 access tokens only)`)
+	fl.StringArrayVar(&f.methodScopes, "method-scopes", nil, "METHOD=SCOPE[,SCOPE...]: scopes an MCP method needs (repeatable; initialize's apply to every MCP request)")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "accepted Host values (default loopback names)")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "accepted browser Origins (default same-origin)")
 	fl.BoolVar(&f.trustedProxy, "trusted-proxy", false, "a reverse proxy in front sets Forwarded/X-Forwarded-* headers")
@@ -136,11 +148,16 @@ func (f serveFlags) run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	methodScopes, err := auth.ParseMethodScopes(f.methodScopes)
+	if err != nil {
+		return fault.Wrap(err, fault.InvalidArgument, "bad --method-scopes: %v", err)
+	}
 	sc := app.ServeConfig{
 		Addr: f.addr, AdminAddr: f.adminAddr, AdminPublic: f.adminPublic, Path: f.path,
 		AllowedHosts: f.allowedHosts, AllowedOrigins: f.allowedOrigins, TrustedProxy: f.trustedProxy,
 		Resource: f.resource, Issuer: f.issuer, JWKSURL: f.jwksURL, Audience: f.audience,
 		TenantClaim: f.tenantClaim, RolesClaim: f.rolesClaim, JWKSAllowPrivate: f.jwksAllowPrivate,
+		RequireAccessTokenType: f.requireATJWT, MethodScopes: methodScopes,
 		UnsafeNoAuth: f.unsafeNoAuth, DevPrincipal: devP,
 		Off:            func() bool { return os.Getenv("BASTION_MCP") == "off" },
 		AgentAccessOff: f.agentAccessOff,
