@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/store/postgres"
 )
 
 // devTenant is the tenant `serve --dev` creates its token for (and the
@@ -87,8 +89,7 @@ prints it once on stderr with the URL.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			err := f.run(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
-				fe := fault.From(err, "the server could not run")
-				fmt.Fprintf(cmd.ErrOrStderr(), "bastion serve: %s: %s (next_action: %s)\n", fe.Code, fe.Message, fe.NextAction)
+				reportFailure(cmd.ErrOrStderr(), "bastion serve", err, "the server could not run", postgres.Passwords(f.databaseURL, f.migrateURL)...)
 				return exitError{1}
 			}
 			return nil
@@ -181,7 +182,7 @@ func (f serveFlags) run(ctx context.Context, stderr io.Writer) error {
 		sc.Prepare = func(ctx context.Context, a *app.App) error {
 			tok, rec, err := auth.NewPATIssuer(a.Store, nil, nil).Create(ctx, devTenant, "serve --dev", principal.AllScopes(), 24*time.Hour)
 			if err != nil {
-				return err
+				return fault.Wrap(err, fault.Unavailable, "serve --dev could not store its token: see the cause (a full disk: free space, or pass --data-dir)").WithNext(fault.None)
 			}
 			fmt.Fprintf(stderr, "bastion serve --dev: token for tenant %q (id %s, every scope, valid 24h), shown once:\nBASTION_TOKEN=%s\n", devTenant, rec.ID, tok)
 			return nil
@@ -204,4 +205,23 @@ func parseTTL(s string) (time.Duration, error) {
 		return 0, fault.New(fault.InvalidArgument, "bad --expires %q: want e.g. 30d or 12h", s)
 	}
 	return d, nil
+}
+
+// reportFailure prints err for the operator on one line: its code, message
+// (which says what fixes it), next action and the underlying cause, so a
+// start-up failure names what went wrong and not only that something did.
+// Each of secrets (a database password) is blanked wherever it appears.
+func reportFailure(w io.Writer, prefix string, err error, internalMessage string, secrets ...string) {
+	fe := fault.From(err, internalMessage)
+	line := fmt.Sprintf("%s: %s: %s (next_action: %s", prefix, fe.Code, fe.Message, fe.NextAction)
+	if cause := fe.Unwrap(); cause != nil {
+		line += "; cause: " + cause.Error()
+	}
+	line += ")"
+	for _, s := range secrets {
+		if s != "" {
+			line = strings.ReplaceAll(line, s, "[redacted]")
+		}
+	}
+	fmt.Fprintln(w, line)
 }
