@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/review"
 	"github.com/bastion-mcp/bastion/store"
+	"github.com/bastion-mcp/bastion/store/migration"
 	"github.com/bastion-mcp/bastion/store/postgres"
 	"github.com/bastion-mcp/bastion/store/sqlite"
 	"github.com/bastion-mcp/bastion/targets"
@@ -127,10 +129,7 @@ func OpenBase(ctx context.Context, cfg Config) (*Base, error) {
 			MigrateURL: cfg.MigrateURL, UnsafeAllowOwnerRole: cfg.UnsafeAllowOwnerRole, Logger: cfg.Logger,
 		})
 		if err != nil {
-			if errors.Is(err, postgres.ErrUnsafeRole) {
-				return nil, fault.Wrap(err, fault.InvalidArgument, "the database role bypasses row-level security: serve as a role that owns no table (bastion's CreateAppRole) and migrate with --migrate-url")
-			}
-			return nil, fault.Wrap(err, fault.Unavailable, "cannot open the PostgreSQL store")
+			return nil, postgresOpenError(err)
 		}
 		b.Store, b.PG = pg, pg
 		return b.finish(ctx, cfg)
@@ -149,10 +148,52 @@ func OpenBase(ctx context.Context, cfg Config) (*Base, error) {
 	cfg.DataDir = dir
 	db, err := sqlite.Open(ctx, sqlite.PathIn(dir), sqlite.Options{Logger: cfg.Logger})
 	if err != nil {
-		return nil, fault.Wrap(err, fault.Unavailable, "cannot open the store in %s", dir)
+		return nil, sqliteOpenError(err, dir)
 	}
 	b.Store, b.DB = db, db
 	return b.finish(ctx, cfg)
+}
+
+// sqliteOpenError says why the store in dir could not be opened and what
+// fixes it; the cause (the OS's or SQLite's error) stays attached for the
+// operator.
+func sqliteOpenError(err error, dir string) error {
+	var fix string
+	switch {
+	case errors.Is(err, sqlite.ErrFull):
+		fix = "its file system is full: free space there, or pass --data-dir on another disk"
+	case errors.Is(err, sqlite.ErrNotWritable):
+		fix = "it is not writable by this user (a read-only file system or permissions): make it writable, or pass --data-dir with a writable directory"
+	case errors.Is(err, migration.ErrChanged):
+		fix = "an applied migration differs from this binary's: run the binary that made this store, or pass --data-dir for a new one"
+	default:
+		fix = "see the cause; --data-dir chooses another directory"
+	}
+	return fault.Wrap(err, fault.Unavailable, "cannot open the store in %s: %s", dir, fix).WithNext(fault.None)
+}
+
+// insufficientPrivilege is PostgreSQL's SQLSTATE for a missing privilege.
+const insufficientPrivilege = "42501"
+
+// postgresOpenError says why the PostgreSQL store could not be opened and
+// which flag fixes it; the cause (never the URL: pgx's errors name host,
+// user and database, not the password) stays attached for the operator.
+func postgresOpenError(err error) error {
+	var pe *pgconn.PgError
+	var ce *pgconn.ConnectError
+	switch {
+	case errors.Is(err, postgres.ErrUnsafeRole):
+		return fault.Wrap(err, fault.InvalidArgument, "the database role bypasses row-level security: serve as a role that owns no table (bastion's CreateAppRole) and migrate with --migrate-url")
+	case errors.Is(err, postgres.ErrMigrationsPending):
+		return fault.Wrap(err, fault.InvalidArgument, "the PostgreSQL schema is behind this binary and the serving role does not migrate: start once with --migrate-url (the owner role's URL), which also grants the serving role what it needs")
+	case errors.Is(err, postgres.ErrMigrationChanged):
+		return fault.Wrap(err, fault.InvalidArgument, "an applied PostgreSQL migration differs from this binary's: run the binary that migrated this database")
+	case errors.As(err, &pe) && pe.Code == insufficientPrivilege:
+		return fault.Wrap(err, fault.InvalidArgument, "the database role lacks a privilege on bastion's schema: start once with --migrate-url (the owner role's URL) so it grants the serving role what it needs")
+	case errors.As(err, &ce):
+		return fault.Wrap(err, fault.Unavailable, "cannot connect to PostgreSQL: check --database-url (host, port, user, password, database) and that the server accepts connections").WithNext(fault.None)
+	}
+	return fault.Wrap(err, fault.Unavailable, "cannot open the PostgreSQL store: see the cause").WithNext(fault.None)
 }
 
 // finish builds the guard and the registry over the open store.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,8 +58,19 @@ type ServeConfig struct {
 	RolesClaim string
 	// JWKSAllowPrivate lets the JWKS fetch reach a loopback or private
 	// issuer. For tests and local development only: it opens the egress
-	// guard of that one client to private addresses.
+	// guard of that one client to private addresses. It never allows plain
+	// http: the JWKS is fetched over https, always.
 	JWKSAllowPrivate bool
+	// RequireAccessTokenType refuses a JWT whose "typ" is not at+jwt (RFC
+	// 9068), so an ID token or another JWT the issuer signs with the same
+	// keys is not taken for an access token. Off by default: many issuers
+	// do not set it. Personal access tokens are not JWTs and are unaffected.
+	RequireAccessTokenType bool
+	// MethodScopes, if non-nil, is a per-method scope policy for the MCP
+	// path (see auth.MethodScopes; its "initialize" entry applies to every
+	// MCP request). A request lacking a scope is answered 403 with an
+	// insufficient_scope step-up challenge, before any MCP server sees it.
+	MethodScopes auth.MethodScopes
 
 	// UnsafeNoAuth serves every request as DevPrincipal without any
 	// credential. It is honoured only on a loopback bind; it exists for the
@@ -162,6 +175,7 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 		BindAddr:       sc.Addr,
 		Authenticate:   authn,
 		DevPrincipal:   sc.DevPrincipal,
+		Permit:         permitMethods(sc.MethodScopes, auth.MetadataURL(sc.Resource)),
 		AllowedHosts:   sc.AllowedHosts,
 		AllowedOrigins: sc.AllowedOrigins,
 		TrustedProxy:   sc.TrustedProxy,
@@ -219,24 +233,63 @@ func (a *App) authenticator(sc ServeConfig) (func(http.Handler) http.Handler, er
 		return nil, nil
 	}
 	pat := auth.PATVerifier(a.Store, nil)
-	var jwt auth.Verifier
-	switch {
-	case sc.Issuer != "" || sc.JWKSURL != "":
-		if sc.Issuer == "" || sc.JWKSURL == "" || sc.Audience == "" {
-			return nil, fault.New(fault.InvalidArgument, "OAuth access tokens need --issuer, --jwks-url and --resource together")
-		}
-		policy := egress.Policy{AllowPrivate: sc.JWKSAllowPrivate, AllowHTTP: sc.JWKSAllowPrivate, Logger: a.Log}
-		client := egress.NewGuard(policy, net.DefaultResolver).HTTPClient(egress.ClientOptions{})
-		v, err := auth.NewJWTVerifier(auth.JWTConfig{
-			Issuer: sc.Issuer, Audience: sc.Audience, JWKSURL: sc.JWKSURL, TenantClaim: sc.TenantClaim,
-			RolesClaim: sc.RolesClaim,
-		}, client)
-		if err != nil {
-			return nil, fault.Wrap(err, fault.InvalidArgument, "bad OAuth configuration")
-		}
-		jwt = v.Verify
+	jwt, err := jwtVerifier(sc, a.Log)
+	if err != nil {
+		return nil, err
 	}
 	return auth.Middleware(auth.Combined(pat, jwt), auth.MetadataURL(sc.Resource)), nil
+}
+
+// jwtVerifier returns the OAuth access-token verifier sc configures, or nil
+// when sc names no issuer. It fetches nothing: RunServe calls it before
+// opening anything, so a bad configuration fails at once.
+func jwtVerifier(sc ServeConfig, log *slog.Logger) (auth.Verifier, error) {
+	if sc.Issuer == "" && sc.JWKSURL == "" {
+		return nil, nil
+	}
+	if sc.Issuer == "" || sc.JWKSURL == "" || sc.Audience == "" {
+		return nil, fault.New(fault.InvalidArgument, "OAuth access tokens need --issuer, --jwks-url and --resource together")
+	}
+	// JWKSAllowPrivate opens the addresses, never the scheme: the verifier
+	// refuses a plain-http JWKS (and a redirect to one) itself.
+	policy := egress.Policy{AllowPrivate: sc.JWKSAllowPrivate, Logger: log}
+	client := egress.NewGuard(policy, net.DefaultResolver).HTTPClient(egress.ClientOptions{})
+	v, err := auth.NewJWTVerifier(auth.JWTConfig{
+		Issuer: sc.Issuer, Audience: sc.Audience, JWKSURL: sc.JWKSURL, TenantClaim: sc.TenantClaim,
+		RolesClaim: sc.RolesClaim, RequireTyp: requireTyp(sc.RequireAccessTokenType),
+	}, client)
+	if errors.Is(err, auth.ErrInsecureJWKS) {
+		return nil, fault.Wrap(err, fault.InvalidArgument,
+			"--jwks-url must be an https URL: a plain-http JWKS is refused, with --jwks-allow-private too (it opens private addresses, not plain http); serve a test issuer with TLS and trust its CA (SSL_CERT_FILE)")
+	}
+	if err != nil {
+		return nil, fault.Wrap(err, fault.InvalidArgument, "bad OAuth configuration: check --issuer, --jwks-url, --resource and --audience")
+	}
+	return v.Verify, nil
+}
+
+// requireTyp is the JWS typ JWTConfig.RequireTyp wants, if any.
+func requireTyp(accessTokensOnly bool) string {
+	if accessTokensOnly {
+		return auth.AccessTokenType
+	}
+	return ""
+}
+
+// permitMethods is the edge's Permit for a method scope policy: nil (no
+// check) without one, else a 403 step-up challenge naming every scope the
+// request's methods need when the caller lacks one.
+func permitMethods(policy auth.MethodScopes, metadataURL string) func(http.ResponseWriter, *http.Request, []string) bool {
+	if len(policy) == 0 {
+		return nil
+	}
+	return func(w http.ResponseWriter, r *http.Request, methods []string) bool {
+		if err := auth.RequireScope(r.Context(), policy.Required(methods)...); err != nil {
+			auth.Challenge(w, metadataURL, err)
+			return false
+		}
+		return true
+	}
 }
 
 // injectPrincipal serves every request as p (the unauthenticated loopback
@@ -307,10 +360,11 @@ func isLoopbackBind(addr string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
-// RunServe is `bastion serve`: it opens the composition in cfg, starts the
-// job workers (unless noWorkers), serves sc until ctx ends (SIGTERM), then
-// drains: the listener closes, in-flight calls finish, sessions end, and
-// the workers stop (StopGrace).
+// RunServe is `bastion serve`: it checks sc, binds both listeners (so a
+// port in use fails before anything is opened or any token minted), opens
+// the composition in cfg, starts the job workers (unless noWorkers), serves
+// sc until ctx ends (SIGTERM), then drains: the listener closes, in-flight
+// calls finish, sessions end, and the workers stop (StopGrace).
 func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) error {
 	sc.defaults()
 	authOn := !sc.UnsafeNoAuth
@@ -322,28 +376,64 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 			return fault.Wrap(err, fault.InvalidArgument, "refusing a public metrics listener on %s", sc.AdminAddr)
 		}
 	}
+	if authOn {
+		if _, err := jwtVerifier(sc, cfg.Logger); err != nil {
+			return err
+		}
+	}
+	ln, aln, err := listen(sc)
+	if err != nil {
+		return err
+	}
+	closeListeners := func() {
+		ln.Close()
+		if aln != nil {
+			aln.Close()
+		}
+	}
 	a, err := Open(ctx, cfg)
 	if err != nil {
+		closeListeners()
 		return err
 	}
 	if !isLoopbackBind(sc.Addr) && len(sc.AllowedHosts) == 0 {
 		a.Log.Warn("bastion serve: non-loopback address without --allowed-hosts: only loopback Host names are accepted", "addr", sc.Addr)
 	}
 	stop := func() error {
+		closeListeners()
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopGrace)
 		defer cancel()
 		return a.Close(stopCtx)
 	}
+	h, stop, err := a.prepareServe(ctx, sc, noWorkers, stop)
+	if err != nil {
+		return errors.Join(err, stop())
+	}
+	// Launch the browser before serving, so /readyz is ready at once and
+	// no launch is in flight when a SIGTERM closes the pool (capture.Pool's
+	// Close waits for a launch to unwind, which can take long under load).
+	// Connections made meanwhile wait in the listener's backlog.
+	if err := a.pool.Warm(ctx); err != nil && ctx.Err() == nil {
+		a.Log.Warn("bastion serve: the browser did not start; /readyz reports it", "err", err)
+	}
+	return a.serve(ctx, sc, h, ln, aln, noWorkers, stop)
+}
+
+// prepareServe runs sc.Prepare, opens the gateway sc names, composes the
+// HTTP side and starts the workers. The returned stop closes everything
+// opened so far, the gateway first; call it on error too.
+func (a *App) prepareServe(ctx context.Context, sc ServeConfig, noWorkers bool, stop func() error) (*HTTP, func() error, error) {
 	if sc.Prepare != nil {
 		if err := sc.Prepare(ctx, a); err != nil {
-			return errors.Join(err, stop())
+			return nil, stop, err
 		}
 	}
 	var g *Gateway
 	if sc.Gateway != nil {
+		var err error
 		g, err = OpenGateway(ctx, sc.Gateway, GatewayOptions{Review: a, Logger: a.Log, Version: sc.Version})
 		if err != nil {
-			return errors.Join(err, stop())
+			return nil, stop, err
 		}
 		a.Log.Info("bastion serve: governing gateway", "servers", len(sc.Gateway.Servers), "audit", g.Paths.AuditDir)
 		inner := stop
@@ -356,34 +446,25 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 	}
 	h, err := a.newHTTP(sc, g)
 	if err != nil {
-		return errors.Join(err, stop())
+		return nil, stop, err
 	}
 	if !noWorkers {
 		if err := a.Start(ctx); err != nil {
-			return errors.Join(err, stop())
+			return nil, stop, err
 		}
 	}
-	// Launch the browser before listening, so /readyz is ready at once and
-	// no launch is in flight when a SIGTERM closes the pool (capture.Pool's
-	// Close waits for a launch to unwind, which can take long under load).
-	if err := a.pool.Warm(ctx); err != nil && ctx.Err() == nil {
-		a.Log.Warn("bastion serve: the browser did not start; /readyz reports it", "err", err)
-	}
-	ln, err := net.Listen("tcp", sc.Addr)
-	if err != nil {
-		return errors.Join(fault.Wrap(err, fault.Unavailable, "cannot listen on %s", sc.Addr), stop())
-	}
+	return h, stop, nil
+}
+
+// serve serves h on the bound listeners until ctx ends or a listener
+// fails, then drains and stops.
+func (a *App) serve(ctx context.Context, sc ServeConfig, h *HTTP, ln, aln net.Listener, noWorkers bool, stop func() error) error {
 	srv := edge.NewServer(sc.Addr, h.Handler, sc.Timeouts)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	var admin *http.Server
 	adminAddr := ""
-	if sc.AdminAddr != "-" {
-		aln, err := net.Listen("tcp", sc.AdminAddr)
-		if err != nil {
-			srv.Close()
-			return errors.Join(fault.Wrap(err, fault.Unavailable, "cannot listen on %s", sc.AdminAddr), stop())
-		}
+	if aln != nil {
 		adminAddr = aln.Addr().String()
 		admin = edge.NewServer(sc.AdminAddr, h.Admin, sc.Timeouts)
 		go func() { errc <- admin.Serve(aln) }()
@@ -407,6 +488,39 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 		admin.Close()
 	}
 	return errors.Join(serveErr, drainErr, stop())
+}
+
+// listen binds the MCP listener and, unless disabled, the admin listener.
+func listen(sc ServeConfig) (ln, aln net.Listener, err error) {
+	ln, err = net.Listen("tcp", sc.Addr)
+	if err != nil {
+		return nil, nil, listenError(err, sc.Addr, "--addr")
+	}
+	if sc.AdminAddr == "-" {
+		return ln, nil, nil
+	}
+	aln, err = net.Listen("tcp", sc.AdminAddr)
+	if err != nil {
+		ln.Close()
+		return nil, nil, listenError(err, sc.AdminAddr, "--admin-addr")
+	}
+	return ln, aln, nil
+}
+
+// listenError says why addr could not be bound and which flag fixes it.
+func listenError(err error, addr, flag string) error {
+	var fix string
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		fix = "another process is listening there: stop it, or pass " + flag + " with a free address"
+	case errors.Is(err, syscall.EACCES):
+		fix = "this user may not bind that port: pass " + flag + " with a port above 1023"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		fix = "that host is not an address of this machine: pass " + flag + " with one of its addresses"
+	default:
+		fix = "pass " + flag + " with a host:port this machine can bind"
+	}
+	return fault.Wrap(err, fault.Unavailable, "cannot listen on %s: %s", addr, fix).WithNext(fault.None)
 }
 
 // agentAccess is the per-tenant agent-access flag: nil (everyone) when no

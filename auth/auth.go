@@ -36,9 +36,10 @@ var (
 	// scheme bastion does not support). It becomes a 401 whose challenge has
 	// no error code, as RFC 6750 §3.1 asks.
 	ErrNoToken = errors.New("auth: no bearer token")
-	// ErrInvalidRequest means the credential was presented in a refused way:
-	// two Authorization headers, a token in the query string, a malformed
-	// Bearer header. It becomes a 400 invalid_request.
+	// ErrInvalidRequest means the credentials were presented in a refused
+	// way: two Authorization headers. It becomes a 400 invalid_request. A
+	// malformed token is ErrInvalidToken (401), and a token in the query
+	// string is not read at all (ErrNoToken when it is the only one).
 	ErrInvalidRequest = errors.New("auth: malformed credentials")
 	// ErrInvalidToken means the token was presented properly but is not
 	// acceptable (bad signature, expired, revoked, wrong audience…). It

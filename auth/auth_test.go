@@ -27,14 +27,16 @@ func TestParseBearer(t *testing.T) {
 		{"bearer abc", "abc", nil},
 		{"BEARER abc", "abc", nil},
 		{"Bearer abc==", "abc==", nil},
-		{"Bearer  abc", "", ErrInvalidRequest},
-		{"Bearer", "", ErrInvalidRequest},
-		{"Bearer ", "", ErrInvalidRequest},
-		{"Bearer abc def", "", ErrInvalidRequest},
-		{"Bearer a=b", "", ErrInvalidRequest},
-		{"Bearer =", "", ErrInvalidRequest},
-		{"Bearer abc\x00", "", ErrInvalidRequest},
-		{"Bearer " + strings.Repeat("a", maxHeaderToken+1), "", ErrInvalidRequest},
+		// A malformed credential is an invalid token (401), never a 400.
+		{"Bearer  abc", "", ErrInvalidToken},
+		{"Bearer", "", ErrNoToken},
+		{"Bearer ", "", ErrNoToken},
+		{"Bearer abc def", "", ErrInvalidToken},
+		{"Bearer a=b", "", ErrInvalidToken},
+		{"Bearer =", "", ErrInvalidToken},
+		{"Bearer eyJh=.eyJz=.c2ln", "", ErrInvalidToken}, // padded base64 segments
+		{"Bearer abc\x00", "", ErrInvalidToken},
+		{"Bearer " + strings.Repeat("a", maxHeaderToken+1), "", ErrInvalidToken},
 		{"Basic dXNlcjpwYXNz", "", ErrNoToken},
 		{"Bearerabc", "", ErrNoToken},
 		{"Bearer\tabc", "", ErrNoToken},
@@ -62,9 +64,11 @@ func TestBearerTokenRequest(t *testing.T) {
 		{"None", "/mcp", nil, "", ErrNoToken},
 		{"Two", "/mcp", []string{"Bearer tok", "Bearer tok"}, "", ErrInvalidRequest},
 		{"TwoDifferent", "/mcp", []string{"Bearer low", "Bearer high"}, "", ErrInvalidRequest},
-		{"QueryOnly", "/mcp?access_token=tok", nil, "", ErrInvalidRequest},
-		{"QueryAndHeader", "/mcp?access_token=tok", []string{"Bearer tok"}, "", ErrInvalidRequest},
-		{"QueryEmpty", "/mcp?access_token=", []string{"Bearer tok"}, "", ErrInvalidRequest},
+		// The query form is never read (RFC 6750 §2.3): alone it is no
+		// token, beside a header it is ignored.
+		{"QueryOnly", "/mcp?access_token=tok", nil, "", ErrNoToken},
+		{"QueryAndHeader", "/mcp?access_token=other", []string{"Bearer tok"}, "tok", nil},
+		{"QueryEmpty", "/mcp?access_token=", []string{"Bearer tok"}, "tok", nil},
 		{"OtherQuery", "/mcp?token=x", []string{"Bearer tok"}, "tok", nil},
 	}
 	for _, tt := range tests {
@@ -282,7 +286,10 @@ func TestMiddlewareOverHTTP(t *testing.T) {
 		{"LowerCaseScheme", "GET", "/who", []string{"bearer " + readJWT}, nil, 200, "acme/user-42", ""},
 		{"NoToken", "GET", "/who", nil, nil, 401, "", `Bearer resource_metadata="` + testMetadataURL + `"`},
 		{"Expired", "GET", "/who", []string{"Bearer " + expired}, nil, 401, "", `Bearer resource_metadata="` + testMetadataURL + `", error="invalid_token", error_description="The access token expired."`},
-		{"QueryToken", "GET", "/who?access_token=" + readJWT, nil, nil, 400, "", `Bearer resource_metadata="` + testMetadataURL + `", error="invalid_request", error_description="Send the access token in a single Authorization: Bearer header."`},
+		{"QueryToken", "GET", "/who?access_token=" + readJWT, nil, nil, 401, "", `Bearer resource_metadata="` + testMetadataURL + `"`},
+		{"QueryTokenCannotStepUp", "POST", "/write?access_token=" + writeJWT, []string{"Bearer " + readJWT}, nil, 403, "", `Bearer resource_metadata="` + testMetadataURL + `", error="insufficient_scope", scope="reviews:write"`},
+		{"PaddedToken", "GET", "/who", []string{"Bearer " + paddedAll(readJWT)}, nil, 401, "", `Bearer resource_metadata="` + testMetadataURL + `", error="invalid_token", error_description="The access token is malformed."`},
+		{"PaddedSignature", "GET", "/who", []string{"Bearer " + readJWT + "=="}, nil, 401, "", `Bearer resource_metadata="` + testMetadataURL + `", error="invalid_token", error_description="The access token is malformed."`},
 		{"TwoHeaders", "GET", "/who", []string{"Bearer " + readJWT, "Bearer " + writeJWT}, nil, 400, "", ""},
 		{"StepUp", "POST", "/write", []string{"Bearer " + readJWT}, nil, 403, "", `Bearer resource_metadata="` + testMetadataURL + `", error="insufficient_scope", scope="reviews:write"`},
 		{"PATStepUp", "POST", "/write", []string{"Bearer " + readPAT}, nil, 403, "", ""},
@@ -378,4 +385,16 @@ func TestCombinedRouting(t *testing.T) {
 	if _, err := Combined(mark("pat"), nil)(ctx, "eyJ.x.y", nil); !errors.Is(err, ErrInvalidToken) {
 		t.Errorf("JWT with no JWT verifier = %v, want ErrInvalidToken", err)
 	}
+}
+
+// paddedAll re-encodes each segment of a compact JWS with base64 padding,
+// as a careless client might.
+func paddedAll(tok string) string {
+	parts := strings.Split(tok, ".")
+	for i, p := range parts {
+		if n := len(p) % 4; n != 0 {
+			parts[i] = p + strings.Repeat("=", 4-n)
+		}
+	}
+	return strings.Join(parts, ".")
 }

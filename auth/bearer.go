@@ -13,15 +13,12 @@ import (
 const maxHeaderToken = 16 << 10
 
 // BearerToken returns the bearer token of r. It reads exactly one
-// Authorization header; a second header, or an access_token query parameter
-// (RFC 6750 §2.3, refused here because URLs end up in logs and Referer
-// headers), is ErrInvalidRequest. No header, or another scheme, is
-// ErrNoToken. A form-encoded body is never read: a token there is simply not
-// seen.
+// Authorization header; a second header is ErrInvalidRequest. No header, or
+// another scheme, is ErrNoToken. An access_token query parameter is never
+// read (RFC 6750 §2.3: URLs end up in logs and Referer headers), so a token
+// sent only there is as absent as one never sent, and one beside a header
+// grants nothing. A form-encoded body is never read either.
 func BearerToken(r *http.Request) (string, error) {
-	if r.URL != nil && r.URL.Query().Has("access_token") {
-		return "", ErrInvalidRequest
-	}
 	vals := r.Header.Values("Authorization")
 	switch len(vals) {
 	case 0:
@@ -35,15 +32,23 @@ func BearerToken(r *http.Request) (string, error) {
 
 // ParseBearer parses an Authorization header value "Bearer <token>". The
 // scheme is matched case-insensitively (RFC 7235 §2.1) and must be followed by
-// exactly one space; the token must be an RFC 6750 b64token. Another scheme is
-// ErrNoToken; a malformed Bearer credential is ErrInvalidRequest.
+// exactly one space. Another scheme, or Bearer with nothing after it, is
+// ErrNoToken; a credential that is not an RFC 6750 b64token (padding inside
+// it, a second space, a control byte) is an *InvalidTokenError
+// (ReasonMalformed, or ReasonTooLarge): a 401 invalid_token, as for any
+// unusable token, never a 400.
 func ParseBearer(v string) (string, error) {
 	scheme, tok, ok := strings.Cut(v, " ")
 	if !strings.EqualFold(scheme, "Bearer") {
 		return "", ErrNoToken
 	}
-	if !ok || !isB64Token(tok) || len(tok) > maxHeaderToken {
-		return "", ErrInvalidRequest
+	switch {
+	case !ok || tok == "":
+		return "", ErrNoToken
+	case len(tok) > maxHeaderToken:
+		return "", invalid(ReasonTooLarge)
+	case !isB64Token(tok):
+		return "", invalid(ReasonMalformed)
 	}
 	return tok, nil
 }

@@ -11,12 +11,22 @@ import (
 	"time"
 )
 
+// fetchCause is why a JWKS fetch is wanted; it decides which limit applies.
+type fetchCause uint8
+
+const (
+	causeNoSet      fetchCause = iota + 1 // no set yet, or the set expired
+	causeUnknownKid                       // a token names a kid the set lacks (rotation, or a forgery)
+	causeForced                           // Refresh
+)
+
 // keysFor returns the keys a token with the given kid may be checked
 // against, fetching the JWKS when there is none yet, when it is stale, or
-// when the kid is unknown (key rotation). Every fetch, whatever its cause, is
-// rate-limited by RefetchInterval, so a stream of forged kids cannot turn the
-// verifier into a load generator against the issuer; and a failed fetch
-// keeps the last good set in service.
+// when the kid is unknown (key rotation). No two fetches are closer than
+// MinRefetchInterval, and unknown kids prompt at most one fetch per
+// RefetchInterval, so a stream of forged kids cannot turn the verifier into
+// a load generator against the issuer; a failed fetch keeps the last good
+// set in service.
 func (v *JWTVerifier) keysFor(ctx context.Context, kid *string) ([]verifyKey, error) {
 	now := v.cfg.Now()
 	v.mu.Lock()
@@ -24,7 +34,7 @@ func (v *JWTVerifier) keysFor(ctx context.Context, kid *string) ([]verifyKey, er
 	v.mu.Unlock()
 
 	if keys == nil || stale {
-		keys = v.refresh(ctx, false)
+		keys = v.refresh(ctx, causeNoSet)
 	}
 	if keys == nil {
 		v.mu.Lock()
@@ -47,7 +57,7 @@ func (v *JWTVerifier) keysFor(ctx context.Context, kid *string) ([]verifyKey, er
 	if m := matchKid(keys, *kid); len(m) > 0 {
 		return m, nil
 	}
-	if m := matchKid(v.refresh(ctx, false), *kid); len(m) > 0 {
+	if m := matchKid(v.refresh(ctx, causeUnknownKid), *kid); len(m) > 0 {
 		return m, nil
 	}
 	return nil, invalid(ReasonKeyNotFound)
@@ -63,34 +73,53 @@ func matchKid(keys []verifyKey, kid string) []verifyKey {
 	return m
 }
 
-// Refresh fetches the JWKS now, ignoring the rate limit, and reports the
+// Refresh fetches the JWKS now, ignoring the rate limits, and reports the
 // fetch error (the previous set stays in service). Call it at start-up or
 // from a readiness check.
 func (v *JWTVerifier) Refresh(ctx context.Context) error {
-	v.refresh(ctx, true)
+	v.refresh(ctx, causeForced)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.lastErr
 }
 
-// refresh fetches the JWKS unless one was attempted within RefetchInterval
-// (or force is set), and returns the key set in service afterwards, or nil
-// if there has never been one.
-func (v *JWTVerifier) refresh(ctx context.Context, force bool) []verifyKey {
+// limitedLocked reports whether a fetch for cause must wait: any fetch
+// within MinRefetchInterval of the last attempt, or a kid-prompted one
+// within RefetchInterval of the last kid-prompted attempt. v.mu is held.
+func (v *JWTVerifier) limitedLocked(now time.Time, cause fetchCause) bool {
+	within := func(last time.Time, d time.Duration) bool { return !last.IsZero() && now.Sub(last) < d }
+	switch cause {
+	case causeForced:
+		return false
+	case causeUnknownKid:
+		if within(v.lastKidTry, v.cfg.RefetchInterval) {
+			return true
+		}
+	}
+	return within(v.lastAttempt, v.cfg.MinRefetchInterval)
+}
+
+// refresh fetches the JWKS unless the limits for cause say wait, and
+// returns the key set in service afterwards, or nil if there has never been
+// one.
+func (v *JWTVerifier) refresh(ctx context.Context, cause fetchCause) []verifyKey {
 	v.fetchMu.Lock()
 	defer v.fetchMu.Unlock()
 
 	now := v.cfg.Now()
 	v.mu.Lock()
-	recent := !v.lastAttempt.IsZero() && now.Sub(v.lastAttempt) < v.cfg.RefetchInterval
-	if recent && !force {
-		// Someone fetched while we waited for fetchMu, or a fetch failed a
-		// moment ago: use what is there.
+	if v.limitedLocked(now, cause) {
+		// Someone fetched while we waited for fetchMu, a fetch failed a
+		// moment ago, or unknown kids already had their fetch: use what
+		// is there.
 		keys := v.keys
 		v.mu.Unlock()
 		return keys
 	}
 	v.lastAttempt = now
+	if cause == causeUnknownKid {
+		v.lastKidTry = now
+	}
 	v.mu.Unlock()
 
 	// A caller's cancellation must not fail the fetch for everyone waiting

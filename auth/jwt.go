@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -27,8 +26,9 @@ type JWTConfig struct {
 	// "https://bastion.example.com/mcp". "aud" (a string or an array) must
 	// contain it exactly: a trailing-slash variant is a different resource.
 	Audience string
-	// JWKSURL is where the issuer publishes its keys: https, or http only on
-	// a loopback host for local development.
+	// JWKSURL is where the issuer publishes its keys. It must be https, on
+	// loopback too, and so must every redirect the fetch follows: keys read
+	// over plain http could have been replaced in transit (ErrInsecureJWKS).
 	JWKSURL string
 	// Algorithms is the allowlist of signature algorithms; empty means
 	// DefaultAlgorithms (RS256, ES256, EdDSA). Only asymmetric algorithms are
@@ -55,9 +55,17 @@ type JWTConfig struct {
 	Leeway time.Duration
 	// MaxTokenBytes refuses longer tokens before any parsing; 0 means 8 KiB.
 	MaxTokenBytes int
-	// RefetchInterval is the least time between two JWKS fetches, whatever
-	// prompted them (an unknown kid, expiry, a failed fetch); 0 means 30s.
+	// RefetchInterval bounds the refetches an unknown kid prompts: at most
+	// one per interval, however many kids are tried, so a storm of forged
+	// kids costs the issuer one fetch per interval. Fetches for another
+	// cause (the first one, an expired set, Refresh) do not count against
+	// it, so a key rotated just after one of them is found by the next
+	// unknown kid past MinRefetchInterval. 0 means 30s.
 	RefetchInterval time.Duration
+	// MinRefetchInterval is the least time between two fetches, whatever
+	// prompted them (Refresh excepted); 0 means 5s. It is capped at
+	// RefetchInterval.
+	MinRefetchInterval time.Duration
 	// MinCacheTTL and MaxCacheTTL bound the JWKS lifetime taken from the
 	// response's Cache-Control max-age; 0 means 1 minute and 24 hours. With
 	// no max-age the set lives 15 minutes (within the bounds).
@@ -74,6 +82,7 @@ const (
 	DefaultLeeway          = 60 * time.Second
 	DefaultMaxTokenBytes   = 8 << 10
 	DefaultRefetchInterval = 30 * time.Second
+	DefaultMinRefetch      = 5 * time.Second
 	maxLeeway              = 5 * time.Minute
 	defaultCacheTTL        = 15 * time.Minute
 	maxJWKSBytes           = 512 << 10
@@ -117,6 +126,7 @@ type JWTVerifier struct {
 	keys        []verifyKey
 	expires     time.Time // when keys should be refreshed
 	lastAttempt time.Time // last fetch attempt, successful or not
+	lastKidTry  time.Time // last fetch attempt an unknown kid prompted
 	lastErr     error     // last fetch failure, for logs; nil after a success
 }
 
@@ -170,6 +180,10 @@ func NewJWTVerifier(cfg JWTConfig, client *http.Client) (*JWTVerifier, error) {
 	if cfg.RefetchInterval <= 0 {
 		cfg.RefetchInterval = DefaultRefetchInterval
 	}
+	if cfg.MinRefetchInterval <= 0 {
+		cfg.MinRefetchInterval = DefaultMinRefetch
+	}
+	cfg.MinRefetchInterval = min(cfg.MinRefetchInterval, cfg.RefetchInterval)
 	if cfg.MinCacheTTL <= 0 {
 		cfg.MinCacheTTL = time.Minute
 	}
@@ -182,7 +196,31 @@ func NewJWTVerifier(cfg JWTConfig, client *http.Client) (*JWTVerifier, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &JWTVerifier{cfg: cfg, client: client, allowed: allowed}, nil
+	return &JWTVerifier{cfg: cfg, client: httpsOnly(client), allowed: allowed}, nil
+}
+
+// ErrInsecureJWKS is matched (errors.Is) when the JWKS URL, or a redirect
+// the fetch was sent to, is not https.
+var ErrInsecureJWKS = errors.New("auth: the JWKS must be fetched over https")
+
+// httpsOnly returns a copy of c that refuses to follow a redirect to
+// anything but https, so an https JWKS URL cannot be downgraded in flight.
+func httpsOnly(c *http.Client) *http.Client {
+	cc := *c
+	next := c.CheckRedirect
+	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "https" {
+			return fmt.Errorf("%w: redirected to %s", ErrInsecureJWKS, req.URL.Scheme)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("auth: JWKS fetch: stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cc
 }
 
 // checkResourceURI requires an absolute http(s) URI with a lower-case scheme
@@ -205,29 +243,17 @@ func checkResourceURI(s string) error {
 	return nil
 }
 
+// checkJWKSURL requires an absolute https URL. Plain http is refused on
+// loopback too: a test or development issuer serves TLS with its own CA.
 func checkJWKSURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
 		return errors.New("must be an absolute URL")
 	}
-	switch u.Scheme {
-	case "https":
-		return nil
-	case "http":
-		if isLoopbackHost(u.Hostname()) {
-			return nil
-		}
-		return errors.New("must use https (http is allowed only on loopback)")
+	if u.Scheme != "https" {
+		return fmt.Errorf("%w, not %q (a loopback or test issuer too: serve it with TLS and a test CA)", ErrInsecureJWKS, u.Scheme)
 	}
-	return errors.New("must use https")
-}
-
-func isLoopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
+	return nil
 }
 
 // Verify is a Verifier: it returns the principal of a valid token.

@@ -13,8 +13,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -360,13 +363,42 @@ func TestJWTAlgorithmsRefusedAtConfig(t *testing.T) {
 	if _, err := NewJWTVerifier(base(), nil); err == nil {
 		t.Error("NewJWTVerifier accepted a nil client")
 	}
-	cfg := base()
-	cfg.JWKSURL = "http://127.0.0.1:1/jwks"
-	if _, err := NewJWTVerifier(cfg, is.srv.Client()); err != nil {
-		t.Errorf("http JWKS on loopback refused: %v", err)
+	for _, u := range []string{"http://127.0.0.1:1/jwks", "http://localhost:1/jwks", "http://[::1]:1/jwks", "HTTP://127.0.0.1/jwks"} {
+		cfg := base()
+		cfg.JWKSURL = u
+		if _, err := NewJWTVerifier(cfg, is.srv.Client()); !errors.Is(err, ErrInsecureJWKS) {
+			t.Errorf("plain-http JWKS %s: %v, want ErrInsecureJWKS", u, err)
+		}
 	}
 }
 
+// TestJWKSRedirectToHTTPRefused: an https JWKS URL that redirects to plain
+// http is not followed, so the keys never come over an unprotected hop.
+func TestJWKSRedirectToHTTPRefused(t *testing.T) {
+	t.Parallel()
+	var plainHits atomic.Int32
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		plainHits.Add(1)
+		w.Write([]byte(`{"keys":[]}`))
+	}))
+	t.Cleanup(plain.Close)
+	redir := httptest.NewTLSServer(http.RedirectHandler(plain.URL+"/jwks", http.StatusFound))
+	t.Cleanup(redir.Close)
+	v, err := NewJWTVerifier(JWTConfig{Issuer: testIssuer, Audience: testAudience, JWKSURL: redir.URL + "/jwks"}, redir.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Refresh(context.Background()); !errors.Is(err, ErrInsecureJWKS) {
+		t.Errorf("Refresh through a redirect to http = %v, want ErrInsecureJWKS", err)
+	}
+	if n := plainHits.Load(); n != 0 {
+		t.Errorf("the plain-http JWKS was fetched %d times", n)
+	}
+}
+
+// TestJWKSUnknownKidRefetchIsRateLimited: unknown kids prompt one fetch per
+// RefetchInterval however many are tried, and the first fetch (or any
+// other) does not spend that allowance.
 func TestJWKSUnknownKidRefetchIsRateLimited(t *testing.T) {
 	t.Parallel()
 	is := newIssuer(t, key("rsa1"))
@@ -378,8 +410,6 @@ func TestJWKSUnknownKidRefetchIsRateLimited(t *testing.T) {
 	if n := is.fetches.Load(); n != 1 {
 		t.Fatalf("fetches after first token = %d, want 1", n)
 	}
-	// Every fetch, the first included, opens a 30s window.
-	clk.Advance(31 * time.Second)
 	unknown := func(kid string) Reason {
 		t.Helper()
 		_, err := v.Verify(ctx, is.sign(key("rsa1"), claims(), map[string]any{"kid": kid}), nil)
@@ -389,21 +419,71 @@ func TestJWKSUnknownKidRefetchIsRateLimited(t *testing.T) {
 		}
 		return ite.Reason
 	}
-	if r := unknown("x1"); r != ReasonKeyNotFound {
+	// Within the floor of the first fetch, an unknown kid costs nothing.
+	clk.Advance(DefaultMinRefetch - time.Second)
+	if r := unknown("x0"); r != ReasonKeyNotFound {
 		t.Errorf("reason = %v", r)
 	}
-	if n := is.fetches.Load(); n != 2 {
-		t.Errorf("fetches after unknown kid = %d, want 2 (one refetch)", n)
+	if n := is.fetches.Load(); n != 1 {
+		t.Errorf("fetches after an unknown kid within the floor = %d, want 1", n)
 	}
-	clk.Advance(10 * time.Second)
-	unknown("x2")
+	// Past the floor, the first fetch spent nothing of the kid allowance.
+	clk.Advance(2 * time.Second)
+	unknown("x1")
 	if n := is.fetches.Load(); n != 2 {
-		t.Errorf("fetches after a second unknown kid within 30s = %d, want still 2", n)
+		t.Errorf("fetches after an unknown kid past the floor = %d, want 2 (one refetch)", n)
 	}
-	clk.Advance(21 * time.Second)
+	// A storm of random kids within the window: no more fetches.
+	for i := range 50 {
+		clk.Advance(500 * time.Millisecond)
+		unknown(fmt.Sprintf("storm-%d", i))
+	}
+	if n := is.fetches.Load(); n != 2 {
+		t.Errorf("fetches after 50 unknown kids within 30s = %d, want still 2", n)
+	}
+	clk.Advance(DefaultRefetchInterval - 25*time.Second) // 30s after x1's fetch
 	unknown("x3")
 	if n := is.fetches.Load(); n != 3 {
 		t.Errorf("fetches after the window = %d, want 3", n)
+	}
+}
+
+// TestJWKSRotationRightAfterFetch: the issuer rotates its key just after
+// bastion fetched the set (at start-up, or for any other reason); a token
+// under the new key is accepted as soon as the floor has passed, not 30s
+// later. Real JWKS over TLS on loopback, an injected clock.
+func TestJWKSRotationRightAfterFetch(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t, key("rsa1"))
+	is.setCacheControl("max-age=60")
+	v, clk := is.verifier(nil)
+	ctx := context.Background()
+	if err := v.Refresh(ctx); err != nil { // the start-up fetch
+		t.Fatal(err)
+	}
+	is.publish(key("rsa1"), key("ec256"))
+	fresh := is.sign(key("ec256"), claims(), nil)
+	clk.Advance(time.Second)
+	if _, err := v.Verify(ctx, fresh, nil); !errors.Is(err, ErrInvalidToken) || is.fetches.Load() != 1 {
+		t.Fatalf("1s after a fetch: %v, %d fetches; want refused without a fetch (the floor)", err, is.fetches.Load())
+	}
+	clk.Advance(DefaultMinRefetch)
+	if p, err := v.Verify(ctx, fresh, nil); err != nil || p.ID() != "user-42" {
+		t.Fatalf("past the floor, a token under the rotated key = %v, %v; want accepted", p, err)
+	}
+	if n := is.fetches.Load(); n != 2 {
+		t.Errorf("fetches = %d, want 2", n)
+	}
+	// The same holds after an expiry-driven refetch: it does not count
+	// against the kid allowance either.
+	clk.Advance(2 * time.Minute) // the set expired: the next token refetches
+	if _, err := v.Verify(ctx, fresh, nil); err != nil || is.fetches.Load() != 3 {
+		t.Fatalf("after expiry: %v, %d fetches", err, is.fetches.Load())
+	}
+	is.publish(key("ec256"), key("ed1"))
+	clk.Advance(DefaultMinRefetch + time.Second)
+	if _, err := v.Verify(ctx, is.sign(key("ed1"), claims(), nil), nil); err != nil {
+		t.Errorf("a second rotation right after an expiry refetch: %v", err)
 	}
 }
 

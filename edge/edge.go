@@ -83,6 +83,13 @@ type Options struct {
 	// DevPrincipal is the caller on an unauthenticated loopback edge
 	// (default principal.Local()).
 	DevPrincipal principal.Principal
+	// Permit, if non-nil, is asked once the caller is authenticated and the
+	// body read whether the caller may make this request: methods are the
+	// methods of the JSON-RPC messages in the body, in order (none for a
+	// GET or DELETE). To refuse, it writes the response itself and returns
+	// false; the refusal is counted and reported as "not_permitted" before
+	// the client sees it. It must not read r's body (the edge has).
+	Permit func(w http.ResponseWriter, r *http.Request, methods []string) bool
 
 	// AllowedHosts lists accepted Host values ("example.com" matches any
 	// port, "example.com:8443" only that port). Empty means loopback names
@@ -362,6 +369,19 @@ func (e *Edge) serveAuthenticated(w http.ResponseWriter, r *http.Request) {
 			// The SDK accepts only the base type; a structured-syntax
 			// suffix type has been checked to be JSON already.
 			r.Header.Set("Content-Type", "application/json")
+		}
+	}
+	if e.opts.Permit != nil {
+		held := &heldResponse{header: w.Header()}
+		if !e.opts.Permit(held, r, Methods(body)) {
+			if held.status == 0 {
+				// A refusal that wrote nothing must not go out as a 200.
+				e.reject(w, r, reasonNotPermitted)
+				return
+			}
+			e.count(r, held.status, reasonNotPermitted)
+			held.flush(w)
+			return
 		}
 	}
 	// The read deadline covered the request; lift it so a long SSE response

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -709,5 +710,64 @@ func TestNewServerTimeouts(t *testing.T) {
 	}
 	if s.WriteTimeout < time.Minute {
 		t.Errorf("write timeout %v too short for SSE", s.WriteTimeout)
+	}
+}
+
+// TestPermit: Permit sees the body's methods after authentication, its
+// refusal is what the client gets and is counted and reported first, and a
+// refusal that wrote nothing is a 403, not a 200.
+func TestPermit(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen [][]string
+	var reported []string
+	b := setup(t, func(o *Options) {
+		o.Permit = func(w http.ResponseWriter, r *http.Request, methods []string) bool {
+			if _, ok := principal.FromContext(r.Context()); !ok {
+				t.Error("Permit ran without a principal")
+			}
+			mu.Lock()
+			seen = append(seen, methods)
+			mu.Unlock()
+			switch {
+			case len(methods) > 0 && methods[0] == "tools/call":
+				w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope"`)
+				w.WriteHeader(http.StatusForbidden)
+				return false
+			case len(methods) > 0 && methods[0] == "silent/refusal":
+				return false
+			}
+			return true
+		}
+		o.Rejected = func(_ context.Context, _ *http.Request, status int, reason string) {
+			mu.Lock()
+			reported = append(reported, fmt.Sprint(status, " ", reason))
+			mu.Unlock()
+		}
+	})
+	if r := b.both(t, req{headers: baseHeaders("acme/u1"), body: pingBody}); r.status != http.StatusOK {
+		t.Errorf("ping: %d %s", r.status, r.body)
+	}
+	call := `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami"}},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":7,"result":{}}]`
+	r := b.both(t, req{headers: baseHeaders("acme/u1"), body: call})
+	if r.status != http.StatusForbidden || r.header.Get("WWW-Authenticate") != `Bearer error="insufficient_scope"` {
+		t.Errorf("refused call: %d %q", r.status, r.header.Get("WWW-Authenticate"))
+	}
+	if r := b.both(t, req{headers: baseHeaders("acme/u1"), body: `{"jsonrpc":"2.0","id":1,"method":"silent/refusal"}`}); r.status != http.StatusForbidden {
+		t.Errorf("a refusal that wrote nothing: %d %s", r.status, r.body)
+	}
+	// Unauthenticated requests never reach Permit.
+	b.both(t, req{headers: baseHeaders(""), body: pingBody})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 6 || !slices.Equal(seen[0], []string{"ping"}) || !slices.Equal(seen[2], []string{"tools/call", "notifications/x"}) {
+		t.Errorf("Permit saw %v", seen)
+	}
+	if got := b.rejections(t, "not_permitted"); got != 4 {
+		t.Errorf("not_permitted counted %v times, want 4", got)
+	}
+	want := []string{"403 not_permitted", "403 not_permitted", "403 not_permitted", "403 not_permitted", "401 auth_refused", "401 auth_refused"}
+	if !slices.Equal(reported, want) {
+		t.Errorf("reported %v, want %v", reported, want)
 	}
 }

@@ -30,7 +30,8 @@ const (
 	reasonHost           rejection = "host_not_allowed"
 	reasonOrigin         rejection = "origin_not_allowed"
 	reasonNoPrincipal    rejection = "unauthenticated"
-	reasonAuth           rejection = "auth_refused" // Authenticate answered (401, 403, 400, 503) instead of passing the request on
+	reasonAuth           rejection = "auth_refused"  // Authenticate answered (401, 403, 400, 503) instead of passing the request on
+	reasonNotPermitted   rejection = "not_permitted" // Permit refused the request (e.g. a method's scope policy)
 	reasonMediaType      rejection = "unsupported_media_type"
 	reasonTooLargeDecl   rejection = "body_too_large_declared"
 	reasonTooLargeStream rejection = "body_too_large_streamed"
@@ -48,7 +49,7 @@ const (
 // allReasons lists every reason so each counter exists (at zero) from start.
 var allReasons = []rejection{
 	reasonDisabled, reasonAgentAccess, reasonForwarded, reasonHost, reasonOrigin,
-	reasonNoPrincipal, reasonAuth, reasonMediaType, reasonTooLargeDecl, reasonTooLargeStream,
+	reasonNoPrincipal, reasonAuth, reasonNotPermitted, reasonMediaType, reasonTooLargeDecl, reasonTooLargeStream,
 	reasonBodyTimeout, reasonBodyRead, reasonInvalidJSON, reasonInFlight, reasonGlobal,
 	reasonUnknownSession, reasonSessionOwner, reasonDraining, reasonInternal,
 }
@@ -101,6 +102,8 @@ func (reason rejection) response() (int, map[string]any) {
 		return http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "host not allowed"}
 	case reasonOrigin:
 		return http.StatusForbidden, map[string]any{"error": "forbidden", "error_description": "origin not allowed"}
+	case reasonNotPermitted:
+		return http.StatusForbidden, map[string]any{"error": "forbidden"}
 	case reasonNoPrincipal:
 		return http.StatusUnauthorized, map[string]any{"error": "unauthorized", "error_description": "a valid bearer access token is required"}
 	case reasonMediaType:

@@ -96,3 +96,31 @@ func bodyIsStateless(body []byte) bool {
 	var m peekMessage
 	return json.Unmarshal(body, &m) == nil && m.stateless()
 }
+
+// Methods returns the methods of the JSON-RPC messages in body (one message
+// or a batch), in order; responses carry none. Malformed bodies have none.
+func Methods(body []byte) []string {
+	body = bytes.TrimLeft(body, " \t\r\n")
+	if len(body) == 0 {
+		return nil
+	}
+	var batch []peekMessage
+	if body[0] == '[' {
+		if json.Unmarshal(body, &batch) != nil {
+			return nil
+		}
+	} else {
+		var m peekMessage
+		if json.Unmarshal(body, &m) != nil {
+			return nil
+		}
+		batch = []peekMessage{m}
+	}
+	var methods []string
+	for i := range batch {
+		if batch[i].Method != "" {
+			methods = append(methods, batch[i].Method)
+		}
+	}
+	return methods
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/store/postgres"
 )
 
 // devTenant is the tenant `serve --dev` creates its token for (and the
@@ -33,6 +35,8 @@ type serveFlags struct {
 	tenantClaim, rolesClaim string
 	gateway                 string
 	jwksAllowPrivate        bool
+	requireATJWT            bool
+	methodScopes            []string
 	allowedHosts            []string
 	allowedOrigins          []string
 	trustedProxy            bool
@@ -56,9 +60,17 @@ path answer 404, and --agent-access-off does the same for chosen tenants; a
 request with Forwarded/X-Forwarded-* headers is refused unless --trusted-proxy.
 
 Authentication: personal access tokens (bastion token create) always; OAuth
-access tokens (JWT) when --resource, --issuer and --jwks-url are given
-(--jwks-allow-private lets the JWKS fetch reach a loopback issuer, for tests
-and local development only). With --resource, RFC 9728 metadata is served.
+access tokens (JWT) when --resource, --issuer and --jwks-url are given. The
+JWKS is fetched over https only (a plain-http --jwks-url is refused at start);
+--jwks-allow-private lets the fetch reach a loopback or private issuer, for
+tests and local development only, and an issuer under a private CA is trusted
+through SSL_CERT_FILE. With --resource, RFC 9728 metadata is served. A token
+is read only from the Authorization header: ?access_token= is ignored (401).
+--require-at-jwt refuses JWTs whose typ is not at+jwt (RFC 9068).
+--method-scopes METHOD=SCOPE[,SCOPE...] (repeatable) makes an MCP method need
+scopes, answered 403 insufficient_scope otherwise; initialize's scopes are
+required of every MCP request on both wires (the 2026-07-28 wire has no
+initialize), e.g. --method-scopes initialize=reviews:read.
 
 State: SQLite in --data-dir by default; --database-url puts it on PostgreSQL
 so several replicas share jobs (serve as a role that owns no table and
@@ -77,8 +89,7 @@ prints it once on stderr with the URL.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			err := f.run(cmd.Context(), cmd.ErrOrStderr())
 			if err != nil {
-				fe := fault.From(err, "the server could not run")
-				fmt.Fprintf(cmd.ErrOrStderr(), "bastion serve: %s: %s (next_action: %s)\n", fe.Code, fe.Message, fe.NextAction)
+				reportFailure(cmd.ErrOrStderr(), "bastion serve", err, "the server could not run", postgres.Passwords(f.databaseURL, f.migrateURL)...)
 				return exitError{1}
 			}
 			return nil
@@ -100,7 +111,9 @@ prints it once on stderr with the URL.`,
 	fl.StringVar(&f.tenantClaim, "tenant-claim", auth.DefaultTenantClaim, "JWT claim naming the tenant")
 	fl.StringVar(&f.rolesClaim, "roles-claim", auth.DefaultRolesClaim, "JWT claim naming the caller's roles, for the gateway's policy (personal access tokens carry none)")
 	fl.StringVar(&f.gateway, "gateway", "", "serve the governing gateway configured in this bastion.toml on the MCP path")
-	fl.BoolVar(&f.jwksAllowPrivate, "jwks-allow-private", false, "tests and local development only: fetch the JWKS from a loopback/private issuer")
+	fl.BoolVar(&f.jwksAllowPrivate, "jwks-allow-private", false, "tests and local development only: fetch the JWKS from a loopback/private issuer (still https only)")
+	fl.BoolVar(&f.requireATJWT, "require-at-jwt", false, `refuse JWTs whose header typ is not "at+jwt" (RFC 9068 access tokens only)`)
+	fl.StringArrayVar(&f.methodScopes, "method-scopes", nil, "METHOD=SCOPE[,SCOPE...]: scopes an MCP method needs (repeatable; initialize's apply to every MCP request)")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "accepted Host values (default loopback names)")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "accepted browser Origins (default same-origin)")
 	fl.BoolVar(&f.trustedProxy, "trusted-proxy", false, "a reverse proxy in front sets Forwarded/X-Forwarded-* headers")
@@ -136,11 +149,16 @@ func (f serveFlags) run(ctx context.Context, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	methodScopes, err := auth.ParseMethodScopes(f.methodScopes)
+	if err != nil {
+		return fault.Wrap(err, fault.InvalidArgument, "bad --method-scopes: %v", err)
+	}
 	sc := app.ServeConfig{
 		Addr: f.addr, AdminAddr: f.adminAddr, AdminPublic: f.adminPublic, Path: f.path,
 		AllowedHosts: f.allowedHosts, AllowedOrigins: f.allowedOrigins, TrustedProxy: f.trustedProxy,
 		Resource: f.resource, Issuer: f.issuer, JWKSURL: f.jwksURL, Audience: f.audience,
 		TenantClaim: f.tenantClaim, RolesClaim: f.rolesClaim, JWKSAllowPrivate: f.jwksAllowPrivate,
+		RequireAccessTokenType: f.requireATJWT, MethodScopes: methodScopes,
 		UnsafeNoAuth: f.unsafeNoAuth, DevPrincipal: devP,
 		Off:            func() bool { return os.Getenv("BASTION_MCP") == "off" },
 		AgentAccessOff: f.agentAccessOff,
@@ -164,7 +182,7 @@ func (f serveFlags) run(ctx context.Context, stderr io.Writer) error {
 		sc.Prepare = func(ctx context.Context, a *app.App) error {
 			tok, rec, err := auth.NewPATIssuer(a.Store, nil, nil).Create(ctx, devTenant, "serve --dev", principal.AllScopes(), 24*time.Hour)
 			if err != nil {
-				return err
+				return fault.Wrap(err, fault.Unavailable, "serve --dev could not store its token: see the cause (a full disk: free space, or pass --data-dir)").WithNext(fault.None)
 			}
 			fmt.Fprintf(stderr, "bastion serve --dev: token for tenant %q (id %s, every scope, valid 24h), shown once:\nBASTION_TOKEN=%s\n", devTenant, rec.ID, tok)
 			return nil
@@ -187,4 +205,23 @@ func parseTTL(s string) (time.Duration, error) {
 		return 0, fault.New(fault.InvalidArgument, "bad --expires %q: want e.g. 30d or 12h", s)
 	}
 	return d, nil
+}
+
+// reportFailure prints err for the operator on one line: its code, message
+// (which says what fixes it), next action and the underlying cause, so a
+// start-up failure names what went wrong and not only that something did.
+// Each of secrets (a database password) is blanked wherever it appears.
+func reportFailure(w io.Writer, prefix string, err error, internalMessage string, secrets ...string) {
+	fe := fault.From(err, internalMessage)
+	line := fmt.Sprintf("%s: %s: %s (next_action: %s", prefix, fe.Code, fe.Message, fe.NextAction)
+	if cause := fe.Unwrap(); cause != nil {
+		line += "; cause: " + cause.Error()
+	}
+	line += ")"
+	for _, s := range secrets {
+		if s != "" {
+			line = strings.ReplaceAll(line, s, "[redacted]")
+		}
+	}
+	fmt.Fprintln(w, line)
 }

@@ -7,11 +7,14 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -231,6 +234,9 @@ func httpDo(t *testing.T, method, u, token, body string) (int, http.Header, stri
 }
 
 const toolsListBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+
+// statelessListBody is tools/list on the 2026-07-28 wire (no session).
+const statelessListBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
 
 // TestServeDev drives `bastion serve --dev` over both MCP wires and REST
 // with its printed token, then creates, uses and revokes a second token.
@@ -498,10 +504,12 @@ func TestServeReplicas(t *testing.T) {
 }
 
 // jwtIssuer is a real OAuth issuer in miniature: one Ed25519 key, its JWKS
-// served over HTTP on loopback, tokens signed with the standard library.
+// served over TLS on loopback (a plain-http JWKS is refused), tokens signed
+// with the standard library. env makes a bastion process trust its test CA.
 type jwtIssuer struct {
 	url  string
 	priv ed25519.PrivateKey
+	env  []string
 }
 
 func startIssuer(t *testing.T) *jwtIssuer {
@@ -514,23 +522,36 @@ func startIssuer(t *testing.T) *jwtIssuer {
 		"kty": "OKP", "crv": "Ed25519", "kid": "k1", "alg": "EdDSA", "use": "sig",
 		"x": base64.RawURLEncoding.EncodeToString(pub),
 	}}})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(jwks)
 	}))
 	t.Cleanup(srv.Close)
-	return &jwtIssuer{url: srv.URL, priv: priv}
+	// httptest's certificate is its own CA: a child process trusts it
+	// through SSL_CERT_FILE, the standard library's root override.
+	ca := filepath.Join(t.TempDir(), "issuer-ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &jwtIssuer{url: srv.URL, priv: priv, env: []string{"SSL_CERT_FILE=" + ca}}
 }
 
-// token signs claims (with iss, exp and iat defaulted).
-func (i *jwtIssuer) token(claims map[string]any) string {
+// token signs claims (with iss, exp and iat defaulted) as an at+jwt.
+func (i *jwtIssuer) token(claims map[string]any) string { return i.tokenTyp(claims, "at+jwt") }
+
+// tokenTyp is token with another JWS typ ("" for none).
+func (i *jwtIssuer) tokenTyp(claims map[string]any, typ string) string {
 	now := time.Now()
 	full := map[string]any{"iss": i.url, "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
 	for k, v := range claims {
 		full[k] = v
 	}
 	enc := base64.RawURLEncoding.EncodeToString
-	h, _ := json.Marshal(map[string]any{"alg": "EdDSA", "kid": "k1", "typ": "at+jwt"})
+	hdr := map[string]any{"alg": "EdDSA", "kid": "k1"}
+	if typ != "" {
+		hdr["typ"] = typ
+	}
+	h, _ := json.Marshal(hdr)
 	p, _ := json.Marshal(full)
 	input := enc(h) + "." + enc(p)
 	return input + "." + enc(ed25519.Sign(i.priv, []byte(input)))
@@ -544,8 +565,9 @@ func TestServeJWT(t *testing.T) {
 	t.Parallel()
 	iss := startIssuer(t)
 	const resource = "https://bastion.example.test/mcp"
-	s := startServe(t, "serve-jwt", nil, "--data-dir", t.TempDir(), "--log-level", "warn",
-		"--resource", resource, "--issuer", iss.url, "--jwks-url", iss.url+"/jwks", "--jwks-allow-private")
+	s := startServe(t, "serve-jwt", iss.env, "--data-dir", t.TempDir(), "--log-level", "warn",
+		"--resource", resource, "--issuer", iss.url, "--jwks-url", iss.url+"/jwks", "--jwks-allow-private",
+		"--require-at-jwt", "--method-scopes", "initialize=reviews:read")
 
 	code, _, body := httpDo(t, "GET", s.base+"/.well-known/oauth-protected-resource/mcp", "", "")
 	var md struct {
@@ -566,6 +588,31 @@ func TestServeJWT(t *testing.T) {
 	}
 
 	readOnly := iss.token(map[string]any{"sub": "alice", "aud": resource, "tenant_id": "t1", "scope": "reviews:read"})
+	// --require-at-jwt: a JWT of another type (an ID token) is refused.
+	for _, typ := range []string{"", "JWT"} {
+		tok := iss.tokenTyp(map[string]any{"sub": "alice", "aud": resource, "tenant_id": "t1", "scope": "reviews:read"}, typ)
+		if code, h, _ := httpDo(t, "POST", s.mcpURL, tok, toolsListBody); code != 401 || !strings.Contains(h.Get("WWW-Authenticate"), "wrong type") {
+			t.Errorf("typ %q with --require-at-jwt: %d %q", typ, code, h.Get("WWW-Authenticate"))
+		}
+	}
+	// --method-scopes initialize=reviews:read: a token without it can
+	// neither initialize nor use the stateless wire, and is told the scope.
+	noScope := iss.token(map[string]any{"sub": "bob", "aud": resource, "tenant_id": "t1", "scope": "openid"})
+	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for name, body := range map[string]string{"initialize": initBody, "stateless tools/list": statelessListBody} {
+		code, h, _ := httpDo(t, "POST", s.mcpURL, noScope, body)
+		if want := `error="insufficient_scope", scope="reviews:read"`; code != 403 || !strings.Contains(h.Get("WWW-Authenticate"), want) {
+			t.Errorf("%s without reviews:read: %d %q, want 403 %s", name, code, h.Get("WWW-Authenticate"), want)
+		}
+	}
+	// A token in the query string is not read, and a padded one is
+	// malformed: both are 401 with the challenge, never 400.
+	if code, h, _ := httpDo(t, "POST", s.mcpURL+"?access_token="+readOnly, "", toolsListBody); code != 401 || !strings.Contains(h.Get("WWW-Authenticate"), "resource_metadata=") {
+		t.Errorf("token in the query: %d %q, want 401 with the challenge", code, h.Get("WWW-Authenticate"))
+	}
+	if code, h, _ := httpDo(t, "POST", s.mcpURL, strings.Replace(readOnly, ".", "=.", 1), toolsListBody); code != 401 || !strings.Contains(h.Get("WWW-Authenticate"), "invalid_token") {
+		t.Errorf("padded token: %d %q, want 401 invalid_token", code, h.Get("WWW-Authenticate"))
+	}
 	for _, v := range []string{"2025-11-25", "2026-07-28"} {
 		cs := connectHTTP(t, s.mcpURL, readOnly, v)
 		tools, err := cs.ListTools(context.Background(), nil)

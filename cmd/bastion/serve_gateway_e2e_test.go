@@ -144,7 +144,7 @@ func TestServeGateway(t *testing.T) {
 	}
 	tokA := createToken(t, dataDir, devTenant, "reviews:read,reviews:write")
 	tokB := createToken(t, dataDir, "other", "reviews:read")
-	s := startServe(t, "serve-gateway", nil, append([]string{"--gateway", cfg, "--data-dir", dataDir, "--log-level", "warn",
+	s := startServe(t, "serve-gateway", iss.env, append([]string{"--gateway", cfg, "--data-dir", dataDir, "--log-level", "warn",
 		"--resource", resource, "--issuer", iss.url, "--jwks-url", iss.url + "/jwks", "--jwks-allow-private", "--roles-claim", "roles"}, demo.StdioArgs(site)...)...)
 
 	// tools/list is the policy's view for each principal, on both wires.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -54,8 +53,7 @@ every address is loopback or private.`,
 				err = app.RunStdio(cmd.Context(), cfg, &mcp.StdioTransport{})
 			}
 			if err != nil {
-				fe := fault.From(err, "the stdio server could not run")
-				fmt.Fprintf(cmd.ErrOrStderr(), "bastion stdio: %s: %s (next_action: %s)\n", fe.Code, fe.Message, fe.NextAction)
+				reportFailure(cmd.ErrOrStderr(), "bastion stdio", err, "the stdio server could not run")
 				return exitError{1}
 			}
 			return nil

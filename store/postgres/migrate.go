@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strings"
 
 	"github.com/bastion-mcp/bastion/store/migration"
 
@@ -25,6 +26,90 @@ const (
 // ErrMigrationChanged is matched (errors.Is) when an applied migration's
 // file differs from the one this binary carries.
 var ErrMigrationChanged = migration.ErrChanged
+
+// ErrMigrationsPending is matched (errors.Is) by *MigrationsPendingError.
+var ErrMigrationsPending = errors.New("store/postgres: migrations are pending")
+
+// MigrationsPendingError reports a database whose schema is behind this
+// binary while no migrating role was given (Options.MigrateURL).
+type MigrationsPendingError struct {
+	Pending []string // bastion's migration ids, then "river: …" for River's
+}
+
+func (e *MigrationsPendingError) Error() string {
+	return "store/postgres: migrations are pending (" + strings.Join(e.Pending, ", ") +
+		"); the serving role does not migrate: connect once with the owner role (Options.MigrateURL)"
+}
+
+// Is reports whether target is ErrMigrationsPending.
+func (e *MigrationsPendingError) Is(target error) bool { return target == ErrMigrationsPending }
+
+// migrateOrCheck migrates through opts.MigrateURL when there is one.
+// Without it, it reads the migration state as the serving role (no DDL:
+// CREATE TABLE IF NOT EXISTS needs CREATE on the schema even when the table
+// exists) and refuses pending migrations, unless UnsafeAllowOwnerRole lets
+// the serving role, then presumably the owner, apply them.
+func (db *DB) migrateOrCheck(ctx context.Context, opts Options, role string, migs fs.FS) error {
+	if opts.MigrateURL != "" {
+		return migrate(ctx, opts.MigrateURL, role, migs, db.log)
+	}
+	pending, err := db.pendingMigrations(ctx, migs)
+	if err != nil {
+		return err
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	if !opts.UnsafeAllowOwnerRole {
+		return &MigrationsPendingError{Pending: pending}
+	}
+	return migrate(ctx, db.pool.Config().ConnString(), role, migs, db.log)
+}
+
+// pendingMigrations lists the migrations, bastion's and River's, that the
+// database lacks, reading only. A changed applied migration is
+// ErrMigrationChanged.
+func (db *DB) pendingMigrations(ctx context.Context, fsys fs.FS) ([]string, error) {
+	migs, err := migration.Load(fsys)
+	if err != nil {
+		return nil, err
+	}
+	applied := map[string]string{}
+	var exists bool
+	if err := db.pool.QueryRow(ctx, `SELECT to_regclass('bastion_schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("store/postgres: read the migration state: %w", err)
+	}
+	if exists {
+		rows, err := db.pool.Query(ctx, `SELECT id, checksum FROM bastion_schema_migrations`)
+		if err != nil {
+			return nil, fmt.Errorf("store/postgres: read the migration state: %w", err)
+		}
+		var id, sum string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &sum}, func() error { applied[id] = sum; return nil }); err != nil {
+			return nil, fmt.Errorf("store/postgres: read the migration state: %w", err)
+		}
+	}
+	todo, err := migration.Pending(migs, applied)
+	if err != nil {
+		return nil, fmt.Errorf("store/postgres: %w", err)
+	}
+	var pending []string
+	for _, m := range todo {
+		pending = append(pending, m.ID)
+	}
+	rm, err := rivermigrate.New(riverpgxv5.New(db.pool), &rivermigrate.Config{Logger: db.log})
+	if err != nil {
+		return nil, fmt.Errorf("store/postgres: river migrator: %w", err)
+	}
+	res, err := rm.Validate(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("store/postgres: read River's migration state: %w", err)
+	}
+	if !res.OK {
+		pending = append(pending, "river: "+strings.Join(res.Messages, "; "))
+	}
+	return pending, nil
+}
 
 // migrate brings River's and bastion's schemas up to date as the owner role
 // and grants appRole what serving needs.

@@ -57,10 +57,12 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"strings"
 
 	"github.com/bastion-mcp/bastion/store/migration"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -121,7 +123,10 @@ func (e *UnsafeRoleError) Is(target error) bool { return target == ErrUnsafeRole
 // Open connects to the database at url as the serving role, migrates
 // bastion's and River's schemas through Options.MigrateURL, grants the
 // serving role what it needs, and checks that the role cannot bypass
-// row-level security.
+// row-level security. Without a MigrateURL the serving role needs no DDL
+// right: Open only reads the migration state and refuses, with a
+// *MigrationsPendingError, a database with migrations still to apply
+// (unless UnsafeAllowOwnerRole lets the serving role apply them itself).
 func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	if url == "" {
 		return nil, errors.New("store/postgres: empty database URL")
@@ -191,11 +196,7 @@ func (db *DB) open(ctx context.Context, opts Options) error {
 		migs = sub
 	}
 	db.migs = migs
-	ownerURL := opts.MigrateURL
-	if ownerURL == "" {
-		ownerURL = db.pool.Config().ConnString()
-	}
-	if err := migrate(ctx, ownerURL, role, migs, db.log); err != nil {
+	if err := db.migrateOrCheck(ctx, opts, role, migs); err != nil {
 		return err
 	}
 	owned, err := db.checkTables(ctx)
@@ -329,4 +330,23 @@ func CreateAppRole(ctx context.Context, adminURL, role, password string) error {
 		return fmt.Errorf("store/postgres: %s role %q: %w", strings.ToLower(verb), role, err)
 	}
 	return nil
+}
+
+// Passwords returns the passwords the connection strings dsns carry (in a
+// URL, a keyword/value string, PGPASSWORD or a passfile, as pgx reads them)
+// with their URL-escaped spellings, so a caller printing an error can blank
+// them out. Empty and malformed strings give none.
+func Passwords(dsns ...string) []string {
+	var out []string
+	for _, dsn := range dsns {
+		if dsn == "" {
+			continue
+		}
+		cfg, err := pgconn.ParseConfig(dsn)
+		if err != nil || cfg.Password == "" {
+			continue
+		}
+		out = append(out, cfg.Password, url.QueryEscape(cfg.Password), url.PathEscape(cfg.Password), strings.TrimPrefix(url.UserPassword("", cfg.Password).String(), ":"))
+	}
+	return out
 }

@@ -52,6 +52,7 @@ func TestPostgres(t *testing.T) {
 	t.Run("PATStore", func(t *testing.T) { t.Parallel(); testPATStore(t, c) })
 	t.Run("Migrations", func(t *testing.T) { t.Parallel(); testMigrations(t, c) })
 	t.Run("RoleRefusal", func(t *testing.T) { t.Parallel(); testRoleRefusal(t, c) })
+	t.Run("ServingRoleWithoutDDL", func(t *testing.T) { t.Parallel(); testServingRoleWithoutDDL(t, c) })
 	t.Run("TenantIsolation", func(t *testing.T) { t.Parallel(); testTenantIsolation(t, c) })
 	t.Run("Review", func(t *testing.T) { t.Parallel(); testReview(t, c) })
 }
@@ -339,4 +340,41 @@ func pgCode(err error) string {
 		return pe.Code
 	}
 	return ""
+}
+
+// testServingRoleWithoutDDL: without a migrating role, the serving role
+// (no CREATE on the schema) starts on a migrated database by reading the
+// migration state, and is refused, naming what is pending, on a database
+// that is behind; it never needs a DDL right.
+func testServingRoleWithoutDDL(t *testing.T, c *cluster) {
+	ctx := context.Background()
+	d := c.newDatabase(t)
+	if n := count(t, d.owner, `SELECT count(*) FROM (SELECT 1 WHERE has_schema_privilege($1, 'public', 'CREATE')) x`, appRole); n != 0 {
+		t.Fatal("the serving role may CREATE in the schema; the test proves nothing")
+	}
+	_, err := postgres.Open(ctx, d.app, postgres.Options{})
+	var pe *postgres.MigrationsPendingError
+	if !errors.Is(err, postgres.ErrMigrationsPending) || !errors.As(err, &pe) || !strings.Contains(err.Error(), "0001_jobs") || !strings.Contains(err.Error(), "river: ") {
+		t.Fatalf("fresh database, no MigrateURL: %v; want a MigrationsPendingError naming 0001_jobs and River's", err)
+	}
+	if strings.Contains(err.Error(), rolePass) {
+		t.Fatal("the error leaks the password")
+	}
+	d.open(t).Close() // the owner migrates and grants
+	db, err := postgres.Open(ctx, d.app, postgres.Options{})
+	if err != nil {
+		t.Fatalf("migrated database, serving role without DDL rights: %v", err)
+	}
+	if err := db.Ping(ctx); err != nil {
+		t.Error(err)
+	}
+	db.Close()
+	m := migrationsFS(t)
+	m["9000_extra.sql"] = &fstest.MapFile{Data: []byte("CREATE TABLE extra_marker (id int);\n")}
+	if _, err := postgres.Open(ctx, d.app, postgres.Options{Migrations: m}); !errors.As(err, &pe) || len(pe.Pending) != 1 || pe.Pending[0] != "9000_extra" {
+		t.Errorf("a newer binary's migration pending: %v, want exactly 9000_extra pending", err)
+	}
+	if got := count(t, d.owner, `SELECT count(*) FROM bastion_schema_migrations WHERE id = '9000_extra'`); got != 0 {
+		t.Error("the serving role applied a migration")
+	}
 }

@@ -26,13 +26,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bastion-mcp/bastion/store/migration"
 
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
 )
 
 //go:embed migrations/*.sql
@@ -75,16 +76,91 @@ func DefaultDataDir() (string, error) {
 // PathIn returns the database path inside dataDir.
 func PathIn(dataDir string) string { return filepath.Join(dataDir, FileName) }
 
+// Errors Open's error matches (errors.Is), besides the OS error it wraps,
+// so a caller can name the fix.
+var (
+	// ErrNotWritable: the data directory or the database file cannot be
+	// written (a read-only file system, or permissions).
+	ErrNotWritable = errors.New("store/sqlite: the data directory is not writable")
+	// ErrFull: the file system holding the data directory is full (or the
+	// user's quota is spent).
+	ErrFull = errors.New("store/sqlite: no space left for the database")
+)
+
+// probeBytes is what Open writes and syncs in the data directory before
+// SQLite runs: room for the WAL's first frames and a migration's pages.
+const probeBytes = 64 << 10
+
 // Open opens (creating if needed) the database at path, migrates bastion's and
 // River's schemas, and returns the store. The parent directory is created
-// with mode 0700.
+// with mode 0700. Before SQLite runs, Open writes and syncs a small file in
+// that directory, so a read-only or full file system is reported with the
+// OS's own error (ErrNotWritable, ErrFull) rather than SQLite's codes.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("store/sqlite: invalid database path %q", path)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("store/sqlite: create data directory: %w", err)
+		return nil, classify(fmt.Errorf("store/sqlite: create data directory: %w", err))
 	}
+	if err := probeWritable(filepath.Dir(path)); err != nil {
+		return nil, classify(err)
+	}
+	db, err := open(ctx, path, opts)
+	return db, classify(err)
+}
+
+// probeWritable writes and syncs probeBytes in dir, then removes the file.
+func probeWritable(dir string) error {
+	f, err := os.CreateTemp(dir, ".bastion-write-check-*")
+	if err != nil {
+		return fmt.Errorf("store/sqlite: write in the data directory: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(make([]byte, probeBytes))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("store/sqlite: write in the data directory: %w", err)
+	}
+	return nil
+}
+
+// SQLite's primary result codes that mean the database cannot be written.
+const (
+	sqlitePerm     = 3
+	sqliteReadOnly = 8
+	sqliteFull     = 13
+	sqliteCantOpen = 14
+)
+
+// classify marks err with ErrFull or ErrNotWritable when the OS or SQLite
+// says the file system is full or not writable; other errors are returned
+// as they are.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	code := -1
+	if errors.As(err, &se) {
+		code = se.Code() & 0xff
+	}
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), code == sqliteFull:
+		return fmt.Errorf("%w: %w", ErrFull, err)
+	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission),
+		code == sqliteReadOnly, code == sqliteCantOpen, code == sqlitePerm:
+		return fmt.Errorf("%w: %w", ErrNotWritable, err)
+	}
+	return err
+}
+
+func open(ctx context.Context, path string, opts Options) (*DB, error) {
 	busy := opts.BusyTimeout
 	if busy <= 0 {
 		busy = 10 * time.Second

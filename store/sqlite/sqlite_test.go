@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/bastion-mcp/bastion/internal/testenv"
 	"github.com/bastion-mcp/bastion/store/migration"
 
 	"github.com/bastion-mcp/bastion/store"
@@ -149,5 +150,36 @@ func TestMigrated(t *testing.T) {
 	}
 	if err := db.Migrated(ctx); err == nil || !strings.Contains(err.Error(), "0003_pats") {
 		t.Fatalf("a missing migration: %v, want an error naming 0003_pats", err)
+	}
+}
+
+// TestOpenUnwritable: a read-only or full data directory is reported with
+// the OS's own error and the sentinel that names the fix, not SQLite's
+// "unable to open database file".
+func TestOpenUnwritable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		dir   func(testing.TB) string
+		want  error
+		cause string
+	}{
+		{"ReadOnly", testenv.ReadOnlyDir, sqlite.ErrNotWritable, ""},
+		{"Full", testenv.FullDir, sqlite.ErrFull, "no space left on device"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := tc.dir(t)
+			for _, path := range []string{filepath.Join(dir, sqlite.FileName), filepath.Join(dir, "sub", sqlite.FileName)} {
+				db, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+				if err == nil {
+					db.Close()
+					t.Fatalf("Open(%s) succeeded", path)
+				}
+				if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.cause) {
+					t.Errorf("Open(%s) = %v, want %v with %q", path, err, tc.want, tc.cause)
+				}
+			}
+		})
 	}
 }
