@@ -372,6 +372,9 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 	if err != nil {
 		return errors.Join(fault.Wrap(err, fault.Unavailable, "cannot listen on %s", sc.Addr), stop())
 	}
+	// The edge and the admin listener are never a review target, even
+	// under --allow-private where every other loopback port is.
+	defer a.Guard.ExcludeListener(ln.Addr())()
 	srv := edge.NewServer(sc.Addr, h.Handler, sc.Timeouts)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
@@ -384,6 +387,7 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 			return errors.Join(fault.Wrap(err, fault.Unavailable, "cannot listen on %s", sc.AdminAddr), stop())
 		}
 		adminAddr = aln.Addr().String()
+		defer a.Guard.ExcludeListener(aln.Addr())()
 		admin = edge.NewServer(sc.AdminAddr, h.Admin, sc.Timeouts)
 		go func() { errc <- admin.Serve(aln) }()
 	}
