@@ -2,6 +2,9 @@ package app
 
 import (
 	"context"
+	"net/netip"
+	"net/url"
+	"strings"
 
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/fault"
@@ -12,6 +15,13 @@ import (
 // policy (canonical URL, no IP literal, scheme, port, every resolved address
 // classified) plus the tenant's verified-host registry, checked before any
 // DNS lookup.
+//
+// The private-development rule lives here, in one place: with AllowPrivate a
+// target whose every address is loopback or private (a local development
+// server) is admitted without an ownership proof, over http or https on any
+// port, IP literals included; a public host still needs https, a standard
+// port and a verified host, and metadata endpoints and bastion's own
+// listeners stay refused (the guard's rules).
 type Authorizer struct {
 	Guard   *egress.Guard
 	Targets *targets.Registry
@@ -27,10 +37,24 @@ func (a Authorizer) AuthorizeTarget(ctx context.Context, tenant, rawURL string) 
 	if err == nil {
 		return t.URL.String(), t.Host, nil
 	}
-	if a.AllowPrivate && (fault.Is(err, fault.DomainUnverified) || fault.Is(err, fault.URLNotAllowed)) {
-		if pt, perr := a.Guard.Check(ctx, rawURL); perr == nil && allPrivate(pt) {
-			return pt.URL.String(), pt.Host, nil
+	if !fault.Is(err, fault.DomainUnverified) && !fault.Is(err, fault.URLNotAllowed) {
+		return "", "", err
+	}
+	if !a.AllowPrivate {
+		if hint := PrivateTargetHint(rawURL); hint != nil {
+			return "", "", hint
 		}
+		return "", "", err
+	}
+	pt, perr := a.Guard.Check(ctx, rawURL)
+	switch {
+	case perr == nil && allPrivate(pt):
+		return pt.URL.String(), pt.Host, nil
+	case perr != nil && (fault.Is(perr, fault.URLNotAllowed) || isLiteral(rawURL)):
+		// The policy's own reason (a public http URL, one of bastion's
+		// listeners, a metadata address given literally) says more than
+		// "not verified" or "no IP literals".
+		return "", "", perr
 	}
 	return "", "", err
 }
@@ -44,4 +68,47 @@ func allPrivate(t egress.Target) bool {
 		}
 	}
 	return len(t.Addrs) > 0
+}
+
+// PrivateTargetHint returns the refusal of a URL that names a development
+// server itself (localhost, or a loopback or private IP literal) when
+// bastion runs without --allow-private, and nil for any other URL. Only the
+// URL's own spelling is read, never DNS, so it says nothing about where a
+// name resolves.
+func PrivateTargetHint(rawURL string) *fault.Error {
+	host, ok := urlHost(rawURL)
+	if !ok {
+		return nil
+	}
+	local := host == "localhost" || strings.HasSuffix(host, ".localhost")
+	if ip, err := netip.ParseAddr(host); err == nil {
+		switch egress.Classify(ip) {
+		case egress.Loopback, egress.Private, egress.SharedCGNAT, egress.UniqueLocal:
+			local = true
+		}
+	}
+	if !local {
+		return nil
+	}
+	return fault.New(fault.URLNotAllowed, "%s is a loopback or private development server: start bastion with --allow-private to review it", host)
+}
+
+// isLiteral reports whether rawURL's host is an IP literal.
+func isLiteral(rawURL string) bool {
+	host, ok := urlHost(rawURL)
+	if !ok {
+		return false
+	}
+	_, err := netip.ParseAddr(host)
+	return err == nil
+}
+
+// urlHost returns rawURL's host, lower case, without brackets or port. It
+// only chooses an error message: the guard has already judged the URL.
+func urlHost(rawURL string) (string, bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Hostname() == "" {
+		return "", false
+	}
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), true
 }

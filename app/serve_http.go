@@ -459,6 +459,9 @@ func (a *App) prepareServe(ctx context.Context, sc ServeConfig, noWorkers bool, 
 // serve serves h on the bound listeners until ctx ends or a listener
 // fails, then drains and stops.
 func (a *App) serve(ctx context.Context, sc ServeConfig, h *HTTP, ln, aln net.Listener, noWorkers bool, stop func() error) error {
+	// The edge and the admin listener are never a review target, even
+	// under --allow-private where every other loopback port is.
+	defer a.Guard.ExcludeListener(ln.Addr())()
 	srv := edge.NewServer(sc.Addr, h.Handler, sc.Timeouts)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
@@ -466,6 +469,7 @@ func (a *App) serve(ctx context.Context, sc ServeConfig, h *HTTP, ln, aln net.Li
 	adminAddr := ""
 	if aln != nil {
 		adminAddr = aln.Addr().String()
+		defer a.Guard.ExcludeListener(aln.Addr())()
 		admin = edge.NewServer(sc.AdminAddr, h.Admin, sc.Timeouts)
 		go func() { errc <- admin.Serve(aln) }()
 	}

@@ -61,6 +61,9 @@ func (g *Guard) strict(u *url.URL) error {
 
 func (g *Guard) strictSchemePort(scheme string, port uint16) error {
 	if scheme != "https" && !g.policy.AllowHTTP {
+		if g.policy.AllowPrivate {
+			return fault.New(fault.URLNotAllowed, "plain http is allowed only for a loopback or private development server; a public host needs https")
+		}
 		return fault.New(fault.URLNotAllowed, "only https URLs are allowed")
 	}
 	if !g.portAllowed(port) {

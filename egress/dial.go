@@ -57,6 +57,9 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 	if !relaxed && !g.portAllowed(port) {
 		return nil, fault.New(fault.URLNotAllowed, "port %d is not allowed", port)
 	}
+	if err := g.refuseSelf(host, addrs, port); err != nil {
+		return nil, err
+	}
 	var errs []error
 	for _, a := range addrs {
 		if network == "tcp4" && !a.Is4() || network == "tcp6" && !a.Is6() {
@@ -113,6 +116,10 @@ func (g *Guard) control(pinned netip.AddrPort) func(network, address string, c s
 		if c, ok, _ := g.allowed(a); !ok {
 			g.log.Info("egress denied at connect", "class", c.String())
 			return fault.New(fault.DNSTargetProhibited, "the address to connect to is prohibited")
+		}
+		if g.self.isSelf(a, ap.Port()) {
+			g.log.Info("egress denied at connect", "class", "bastion-listener")
+			return fault.New(fault.URLNotAllowed, "the address to connect to is one of bastion's own listeners")
 		}
 		return nil
 	}

@@ -86,6 +86,7 @@ type Guard struct {
 	resolver Resolver
 	log      *slog.Logger
 	dialer   net.Dialer
+	self     *self // bastion's own listeners; shared with WithPrivate's guard
 }
 
 // NewGuard returns a Guard for p that looks hosts up with r. A nil r means the
@@ -103,7 +104,7 @@ func NewGuard(p Policy, r Resolver) *Guard {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Guard{policy: p, resolver: r, log: log}
+	g := &Guard{policy: p, resolver: r, log: log, self: &self{exact: map[netip.AddrPort]int{}, port: map[uint16]int{}}}
 	g.dialer = net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	return g
 }
@@ -115,7 +116,9 @@ func NewGuard(p Policy, r Resolver) *Guard {
 func (g *Guard) WithPrivate() *Guard {
 	p := g.policy
 	p.AllowPrivate = true
-	return NewGuard(p, g.resolver)
+	w := NewGuard(p, g.resolver)
+	w.self = g.self
+	return w
 }
 
 // allowed reports a's class (Denied for an operator deny CIDR) and whether the
@@ -232,7 +235,11 @@ func (g *Guard) check(ctx context.Context, u *url.URL) (Target, error) {
 			return Target{}, err
 		}
 	}
-	return Target{URL: u, Host: host, Addrs: addrs}, nil
+	t := Target{URL: u, Host: host, Addrs: addrs}
+	if err := g.refuseSelf(host, addrs, targetPort(t)); err != nil {
+		return Target{}, err
+	}
+	return t, nil
 }
 
 // Resolve resolves host (a canonical host name or IP literal) once and

@@ -49,9 +49,11 @@ func checkKey(field, v string, lo int) error {
 	return nil
 }
 
-// normalizeURL applies the preview-URL policy: https, no credentials, a
-// host, the fragment dropped, the host lower-cased. The Authorizer then
-// canonicalizes and authorizes it.
+// normalizeURL applies the preview-URL syntax: http or https, no
+// credentials, a host, the fragment dropped, the host lower-cased. Which
+// scheme a target may use is the Authorizer's rule (http only for a
+// loopback or private development server, under --allow-private); it then
+// canonicalizes and authorizes the URL.
 func normalizeURL(field, raw string) (string, *url.URL, error) {
 	if raw == "" {
 		return "", nil, invalid(field, "is required")
@@ -66,8 +68,8 @@ func normalizeURL(field, raw string) (string, *url.URL, error) {
 	if err != nil || u.Opaque != "" {
 		return "", nil, fault.New(fault.URLNotAllowed, "the preview URL is malformed")
 	}
-	if !strings.HasPrefix(raw, "https://") || u.Scheme != "https" {
-		return "", nil, fault.New(fault.URLNotAllowed, "only https preview URLs are allowed")
+	if !(strings.HasPrefix(raw, "https://") && u.Scheme == "https" || strings.HasPrefix(raw, "http://") && u.Scheme == "http") {
+		return "", nil, fault.New(fault.URLNotAllowed, "the preview URL must start with https:// (or http:// for a local development server)")
 	}
 	if u.User != nil {
 		return "", nil, fault.New(fault.URLNotAllowed, "credentials in the URL are not allowed")
@@ -109,14 +111,14 @@ func normalizeSubmit(in *SubmitParams) (*reviewRequest, error) {
 	if err := checkKey("client_request_id", in.ClientRequestID, 8); err != nil {
 		return nil, err
 	}
-	u, _, err := normalizeURL("url", in.URL)
+	u, parsed, err := normalizeURL("url", in.URL)
 	if err != nil {
 		return nil, err
 	}
 	r := &reviewRequest{Kind: "review", URL: u}
 	routes := in.Routes
 	if routes == nil {
-		routes = []string{"/"}
+		routes = DefaultRoutes(parsed)
 	}
 	if len(routes) < 1 || len(routes) > maxRoutes {
 		return nil, invalid("routes", "must list 1 to %d routes", maxRoutes)
@@ -138,7 +140,9 @@ func normalizeSubmit(in *SubmitParams) (*reviewRequest, error) {
 	}
 	vps := in.Viewports
 	if vps == nil {
-		vps = []string{string(engine.Mobile), string(engine.Desktop)}
+		for _, v := range DefaultViewports() {
+			vps = append(vps, string(v))
+		}
 	}
 	if len(vps) < 1 || len(vps) > maxViewports {
 		return nil, invalid("viewports", "must list 1 to %d viewports", maxViewports)

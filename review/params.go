@@ -17,8 +17,8 @@ const BudgetPolicy = "budget-policy@1"
 // SubmitParams is design_review's input. Field names are the wire's.
 type SubmitParams struct {
 	URL              string   `json:"url"`
-	Routes           []string `json:"routes,omitempty"`    // nil means ["/"]
-	Viewports        []string `json:"viewports,omitempty"` // nil means ["mobile","desktop"]
+	Routes           []string `json:"routes,omitempty"`    // nil means DefaultRoutes(url): the URL's own path
+	Viewports        []string `json:"viewports,omitempty"` // nil means DefaultViewports(): all three
 	Depth            string   `json:"depth,omitempty"`     // "triage" or "deep" (default)
 	ExpectedRevision string   `json:"expected_revision,omitempty"`
 	ResponseMode     string   `json:"response_mode,omitempty"` // "compact" (default) or "full"

@@ -86,7 +86,7 @@ type Options struct {
 	Retention time.Duration
 	// PollAfter is the poll interval the Service asks clients for. Default 1.5s.
 	PollAfter time.Duration
-	// ReviewTimeout bounds one engine run. Default 3 minutes.
+	// ReviewTimeout bounds one engine run. Default DefaultTimeout.
 	ReviewTimeout time.Duration
 	// RescueStuckJobsAfter is how long a job may stay running before River
 	// assumes its process died and runs it again; it must exceed
@@ -132,7 +132,7 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.JobTTL, 24*time.Hour)
 	def(&o.Retention, 7*24*time.Hour)
 	def(&o.PollAfter, 1500*time.Millisecond)
-	def(&o.ReviewTimeout, 3*time.Minute)
+	def(&o.ReviewTimeout, DefaultTimeout)
 	def(&o.RescueStuckJobsAfter, o.ReviewTimeout+o.jobTimeoutMargin()+time.Minute)
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3

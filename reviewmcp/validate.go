@@ -171,8 +171,8 @@ func enumList(e []any) string {
 // patternRule says in words what the input schemas' patterns require.
 func patternRule(p string) string {
 	switch p {
-	case "^https://":
-		return "must start with https://"
+	case "^https?://":
+		return "must start with https:// (or http:// for a local development server)"
 	case "^/":
 		return "must start with /"
 	case "^[A-Za-z0-9._:-]+$":

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bastion-mcp/bastion/app"
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
@@ -18,6 +19,7 @@ import (
 	"github.com/bastion-mcp/bastion/engine/local"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/panel"
+	"github.com/bastion-mcp/bastion/review"
 )
 
 type reviewFlags struct {
@@ -41,7 +43,9 @@ findings. The local operator chooses the URL and is trusted to (there is no
 verified-host registry here), but the egress guard still applies to every
 request the browser makes: without --allow-private only public https
 targets on port 443 are reachable; --allow-private also allows loopback and
-private addresses over http on any port, for a local dev server.
+private addresses over http or https on any port, for a local dev server
+(a self-signed certificate is accepted there, and only there). Public hosts
+still need https, metadata endpoints stay refused.
 
 Progress goes to stderr. The exit status is 0 when the review completed,
 whatever the grade, and 1 with a typed error line when it could not run.`,
@@ -58,29 +62,36 @@ whatever the grade, and 1 with a typed error line when it could not run.`,
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.routes, "routes", nil, "routes on the URL's origin to review, e.g. /,/pricing (default: the URL's own path)")
-	fl.StringSliceVar(&f.viewports, "viewports", []string{"mobile", "tablet", "desktop"}, "viewports: mobile (390×844), tablet (834×1112), desktop (1440×900)")
+	var vps []string
+	for _, v := range review.DefaultViewports() {
+		vps = append(vps, string(v))
+	}
+	fl.StringSliceVar(&f.viewports, "viewports", vps, "viewports: mobile (390×844), tablet (834×1112), desktop (1440×900)")
 	fl.StringVar(&f.tokens, "tokens", "", "W3C DTCG design-token file (default: the page's :root custom properties)")
 	fl.StringVar(&f.out, "out", "", "directory to write review.json, panel.html and evidence/*.png into")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON on stdout")
-	fl.BoolVar(&f.allowPrivate, "allow-private", false, "allow loopback/private targets over http (a local dev server)")
-	fl.DurationVar(&f.timeout, "timeout", 3*time.Minute, "give up on the whole review after this long")
+	fl.BoolVar(&f.allowPrivate, "allow-private", false, "allow loopback/private targets over http or self-signed https (a local dev server)")
+	fl.DurationVar(&f.timeout, "timeout", review.DefaultTimeout, "give up on the whole review after this long")
 	return cmd
 }
 
 func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f reviewFlags) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	policy := egress.Policy{Logger: logger}
-	if f.allowPrivate {
-		policy.AllowHTTP, policy.AllowPrivate = true, true
-	}
+	// AllowPrivate relaxes scheme and port for private addresses only:
+	// a public host still needs https on 443.
+	policy.AllowPrivate = f.allowPrivate
 	guard := egress.NewGuard(policy, nil)
 	target, err := guard.Check(ctx, rawURL)
 	if err != nil {
+		if hint := app.PrivateTargetHint(rawURL); hint != nil && !f.allowPrivate {
+			return hint
+		}
 		return err
 	}
 	req := engine.Request{URL: target.URL.String(), Routes: f.routes}
 	if len(req.Routes) == 0 {
-		req.Routes = []string{target.URL.RequestURI()}
+		req.Routes = review.DefaultRoutes(target.URL)
 	}
 	for _, v := range f.viewports {
 		vp := engine.Viewport(strings.TrimSpace(v))

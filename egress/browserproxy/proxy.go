@@ -65,6 +65,13 @@ type Dialer interface {
 	DialContext(ctx context.Context, network, address string) (net.Conn, error)
 }
 
+// excluder is optionally implemented by the Dialer (*egress.Guard does):
+// the proxy's own listeners are registered with it, so no request a page
+// makes can be sent back into the proxy.
+type excluder interface {
+	ExcludeListener(addr net.Addr) (remove func())
+}
+
 // canonicalizer is optionally implemented by the Dialer (*egress.Guard does).
 // When present, every request URL is canonicalized by it before dialing, so
 // parser-confusion hosts are refused with the guard's own code.
@@ -124,6 +131,8 @@ type Proxy struct {
 	// Initialized once by New.
 	dialer Dialer
 	canon  canonicalizer // or nil
+	excl   excluder      // or nil
+	unexcl func()        // removes ln from excl
 	opts   Options
 	log    *slog.Logger
 	ln     net.Listener
@@ -164,6 +173,8 @@ func New(g Dialer, o Options) (*Proxy, error) {
 		sessions: make(map[string]*Session),
 	}
 	p.canon, _ = g.(canonicalizer)
+	p.excl, _ = g.(excluder)
+	p.unexcl = p.exclude(ln)
 	p.anon = p.newSession("", "")
 	p.srv = p.newServer(handler{p: p})
 	go p.serve(p.srv, ln)
@@ -206,7 +217,17 @@ func (p *Proxy) Close() error {
 		s.Close()
 	}
 	p.anon.Close()
+	p.unexcl()
 	return p.srv.Close()
+}
+
+// exclude registers ln as one of bastion's own listeners with the dialer,
+// when it supports that, and returns the function that removes it.
+func (p *Proxy) exclude(ln net.Listener) func() {
+	if p.excl == nil {
+		return func() {}
+	}
+	return p.excl.ExcludeListener(ln.Addr())
 }
 
 // NewSession returns a session for one capture: fresh random credentials
@@ -222,6 +243,7 @@ func (p *Proxy) NewSession() *Session {
 		p.log.Error("session listener failed; falling back to the shared listener", "err", err)
 	} else {
 		s.ln = ln
+		s.unexcl = p.exclude(ln)
 		s.srv = p.newServer(handler{p: p, fixed: s})
 		go p.serve(s.srv, ln)
 	}
@@ -296,6 +318,7 @@ type Session struct {
 	user      string
 	pass      string
 	ln        net.Listener // dedicated listener, or nil
+	unexcl    func()       // removes ln from the dialer's own listeners, or nil
 	srv       *http.Server // serves ln, or nil
 	transport *http.Transport
 	rp        *httputil.ReverseProxy
@@ -384,6 +407,9 @@ func (s *Session) Close() {
 	s.cancel()
 	if s.srv != nil {
 		_ = s.srv.Close()
+	}
+	if s.unexcl != nil {
+		s.unexcl()
 	}
 	s.transport.CloseIdleConnections()
 }
