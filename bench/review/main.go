@@ -94,6 +94,9 @@ func run(n, conc int, site, route string, asJSON bool) error {
 			targets = append(targets, benchTarget{Name: "real page " + filepath.Base(site) + route, URL: base + route})
 		}
 	}
+	if !asJSON {
+		fmt.Printf("bench/review: 1 route × 3 viewports, %d CPU(s), warm runs %d\n", runtime.NumCPU(), n)
+	}
 	var reports []*report
 	for _, t := range targets {
 		rep, err := measure(ctx, guard, proxy, t, n, conc, quiet)
@@ -101,15 +104,14 @@ func run(n, conc int, site, route string, asJSON bool) error {
 			return fmt.Errorf("%s: %w", t.Name, err)
 		}
 		reports = append(reports, rep)
+		if !asJSON {
+			rep.print()
+		}
 	}
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(reports)
-	}
-	fmt.Printf("bench/review: 1 route × 3 viewports, %d CPU(s), warm runs %d\n", runtime.NumCPU(), n)
-	for _, rep := range reports {
-		rep.print()
 	}
 	return nil
 }

@@ -43,13 +43,16 @@ type report struct {
 	// at a time), in the order below.
 	PhasesMS map[string]float64 `json:"phases_ms"`
 	// StepsMS: the median per capture stage, as capture names them.
-	StepsMS    map[string]float64 `json:"capture_steps_ms"`
-	stepOrder  []string
-	WarmMet    bool `json:"warm_target_met"`
-	ColdMet    bool `json:"cold_target_met"`
-	PSSMet     bool `json:"pss_target_met"`
-	Stable     int  `json:"stable_captures"` // direct captures whose layout settled
-	Directs    int  `json:"direct_captures"`
+	StepsMS   map[string]float64 `json:"capture_steps_ms"`
+	stepOrder []string
+	WarmMet   bool `json:"warm_target_met"`
+	ColdMet   bool `json:"cold_target_met"`
+	PSSMet    bool `json:"pss_target_met"`
+	Stable    int  `json:"stable_captures"` // direct captures whose layout settled
+	Directs   int  `json:"direct_captures"`
+	// Skips lists what a review or direct capture did not capture: a
+	// benchmark of a review that dropped viewports would flatter it.
+	Skips      []string `json:"skips,omitempty"`
 	peakSample capture.Memory
 }
 
@@ -110,9 +113,7 @@ func measure(ctx context.Context, guard *egress.Guard, proxy *browserproxy.Proxy
 		return nil, fmt.Errorf("cold review: %w", err)
 	}
 	rep.ColdReviewMS = ms(time.Since(start))
-	if len(res.Coverage.Skipped) > 0 {
-		return nil, fmt.Errorf("cold review skipped %+v", res.Coverage.Skipped)
-	}
+	rep.skipped("cold", res)
 	for _, h := range res.Health {
 		rep.ColdCaptureMS[string(h.Viewport)] = ms(h.CaptureDuration)
 	}
@@ -126,9 +127,7 @@ func measure(ctx context.Context, guard *egress.Guard, proxy *browserproxy.Proxy
 		if err != nil {
 			return nil, fmt.Errorf("warm review %d: %w", i+1, err)
 		}
-		if len(res.Coverage.Skipped) > 0 {
-			return nil, fmt.Errorf("warm review %d skipped %+v", i+1, res.Coverage.Skipped)
-		}
+		rep.skipped(fmt.Sprintf("warm %d", i+1), res)
 		warm = append(warm, ms(time.Since(start)))
 		for _, h := range res.Health {
 			perVP[string(h.Viewport)] = append(perVP[string(h.Viewport)], ms(h.CaptureDuration))
@@ -166,7 +165,8 @@ func (rep *report) directCaptures(ctx context.Context, pool *capture.Pool, proxy
 			})
 			sess.Close()
 			if err != nil {
-				return fmt.Errorf("direct capture: %w", err)
+				rep.Skips = append(rep.Skips, fmt.Sprintf("direct %s: %v", vp, err))
+				continue
 			}
 			rep.Directs++
 			if c.Stable {
@@ -239,6 +239,13 @@ func (rep *report) sampleMemory(pool *capture.Pool) (stop func()) {
 	}
 }
 
+// skipped records what review run which left out.
+func (rep *report) skipped(which string, res *engine.Result) {
+	for _, s := range res.Coverage.Skipped {
+		rep.Skips = append(rep.Skips, which+": "+s.What+": "+s.Reason)
+	}
+}
+
 func (rep *report) print() {
 	fmt.Printf("\n%s (%s)\n", rep.Page, rep.URL)
 	fmt.Printf("  cold review (new browser)    %7.0f ms   target <= %d ms: %v\n", rep.ColdReviewMS, coldTarget.Milliseconds(), rep.ColdMet)
@@ -263,4 +270,10 @@ func (rep *report) print() {
 	fmt.Printf("  peak browser memory (sampled every 50 ms): PSS %.1f MiB (target <= %d MiB: %v), RSS sum %.1f MiB over %d processes; sum of per-process VmHWM %.1f MiB\n",
 		float64(rep.PeakPSSBytes)/(1<<20), pssTarget>>20, rep.PSSMet, float64(rep.PeakRSSBytes)/(1<<20), rep.PeakProcesses, float64(rep.PeakHWMBytes)/(1<<20))
 	fmt.Printf("  page: grade %s, %d finding(s)\n", rep.Grade, rep.Findings)
+	if len(rep.Skips) > 0 {
+		fmt.Printf("  NOT CAPTURED (%d; the timings above leave these out):\n", len(rep.Skips))
+		for _, s := range rep.Skips {
+			fmt.Printf("    %s\n", s)
+		}
+	}
 }
