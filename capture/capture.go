@@ -80,10 +80,16 @@ const (
 	maxHealthText  = 300
 	maxScrollPx    = 20000
 	maxScrollSteps = 25
-	fontsCapMs     = 3000
-	imagesCapMs    = 2000
-	quietMs        = 500
-	stableCapMs    = 3000
+	// Caps on each settle stage: each stage ends on its event (fonts ready,
+	// images complete, no request in flight, two unchanged frames) and the
+	// cap only bounds a page that never gets there.
+	fontsCapMs  = 3000
+	imagesCapMs = 2000
+	idleCap     = 3 * time.Second
+	stableCapMs = 3000
+	// settleRounds bounds how often settle goes back to waiting for the
+	// network when a request started while the layout was settling.
+	settleRounds = 3
 )
 
 // Measure runs in the live tab after the page settled and before the
@@ -161,9 +167,10 @@ func (p *Pool) captureOnce(ctx context.Context, b *browser, t Target, measure Me
 	start := time.Now()
 	w, h, _ := t.Viewport.Size()
 
-	// The budget and the caller's ctx both end the tab; the tab's parent is
-	// the browser's context so that chromedp finds the browser in it.
-	bctx, cancel := context.WithTimeout(b.ctx, p.opts.Budget)
+	// The caller's ctx (its deadline is the capture's only time limit) ends
+	// the tab; the tab's parent is the browser's context so that chromedp
+	// finds the browser in it.
+	bctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 
@@ -182,19 +189,19 @@ func (p *Pool) captureOnce(ctx context.Context, b *browser, t Target, measure Me
 	mark := start
 	rec := newRecorder()
 	if err := chromedp.Listen(tabCtx, rec.handle); err != nil {
-		return nil, p.failure(ctx, bctx, c, rec, t, start, err, "could not open a browser tab")
+		return nil, p.failure(ctx, c, rec, t, start, err, "could not open a browser tab")
 	}
 	c.step("open", &mark)
 	if t.Session != nil && proxy == p.opts.ProxyAddr {
 		// The shared listener knows the session only by its credentials.
 		if user, pass := t.Session.Username(), t.Session.Password(); user != "" {
 			if err := answerProxyAuth(tabCtx, user, pass); err != nil {
-				return c, p.failure(ctx, bctx, c, rec, t, start, err, "could not configure the proxy session")
+				return c, p.failure(ctx, c, rec, t, start, err, "could not configure the proxy session")
 			}
 		}
 	}
 	if err := prepare(tabCtx, t.Viewport, w, h); err != nil {
-		return c, p.failure(ctx, bctx, c, rec, t, start, err, "could not prepare the browser tab")
+		return c, p.failure(ctx, c, rec, t, start, err, "could not prepare the browser tab")
 	}
 
 	c.step("prepare", &mark)
@@ -208,27 +215,27 @@ func (p *Pool) captureOnce(ctx context.Context, b *browser, t Target, measure Me
 	if err != nil {
 		var le *chromedp.LoadError
 		if errors.As(err, &le) {
-			return c, p.failure(ctx, bctx, c, rec, t, start, err, "the page did not load (%s)", safeNetError(le.ErrorText))
+			return c, p.failure(ctx, c, rec, t, start, err, "the page did not load (%s)", safeNetError(le.ErrorText))
 		}
-		return c, p.failure(ctx, bctx, c, rec, t, start, err, "the page did not load")
+		return c, p.failure(ctx, c, rec, t, start, err, "the page did not load")
 	}
 
 	c.step("load", &mark)
 	if code, ok := documentBlocked(t.Session, c.URL); ok {
 		// Over plain http Chromium shows the proxy's refusal as the document.
-		return c, p.failure(ctx, bctx, c, rec, t, start, nil, "the egress guard refused the page (%s)", code)
+		return c, final(p.failure(ctx, c, rec, t, start, nil, "the egress guard refused the page (%s)", code))
 	}
-	if err := settle(tabCtx, c, &mark); err != nil {
-		return c, p.failure(ctx, bctx, c, rec, t, start, err, "the page did not settle")
+	if err := settle(tabCtx, c, rec, &mark); err != nil {
+		return c, p.failure(ctx, c, rec, t, start, err, "the page did not settle")
 	}
 	if measure != nil {
 		if err := measure(tabCtx); err != nil {
-			return c, p.failure(ctx, bctx, c, rec, t, start, err, "the page could not be measured")
+			return c, p.failure(ctx, c, rec, t, start, err, "the page could not be measured")
 		}
 	}
 	c.step("measure", &mark)
 	if err := p.screenshot(tabCtx, c, w); err != nil {
-		return c, p.failure(ctx, bctx, c, rec, t, start, err, "the screenshot failed")
+		return c, p.failure(ctx, c, rec, t, start, err, "the screenshot failed")
 	}
 	c.step("screenshot", &mark)
 	if fonts, err := chromedp.Run(tabCtx, chromedp.Evaluate[[]string](fontsFailedScript)); err == nil {
@@ -239,16 +246,29 @@ func (p *Pool) captureOnce(ctx context.Context, b *browser, t Target, measure Me
 }
 
 // failure fills the health known so far and returns a client-safe error.
-// A budget overrun and a lost browser get their own messages.
-func (p *Pool) failure(ctx, bctx context.Context, c *Capture, rec *recorder, t Target, start time.Time, cause error, format string, args ...any) error {
+// A deadline that passed says at which stage; a caller that gave up gets
+// its ctx's error.
+func (p *Pool) failure(ctx context.Context, c *Capture, rec *recorder, t Target, start time.Time, cause error, format string, args ...any) error {
 	p.finishHealth(c, rec, t, start)
 	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fault.Wrap(ctx.Err(), fault.CaptureFailed, "the deadline passed before the capture finished (%s after %s)",
+			fmt.Sprintf(format, args...), time.Since(start).Round(100*time.Millisecond))
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case errors.Is(bctx.Err(), context.DeadlineExceeded):
-		return fault.Wrap(cause, fault.CaptureFailed, "the capture ran over its %s budget", p.opts.Budget)
 	}
 	return fault.Wrap(cause, fault.CaptureFailed, format, args...)
+}
+
+// final marks a capture failure that trying again cannot change (the
+// egress guard's verdict on the document) as not retriable.
+func final(err error) error {
+	if f, ok := fault.As(err); ok && f.Code == fault.CaptureFailed {
+		c := *f
+		c.Retriable, c.NextAction = false, fault.ChangeTarget
+		return &c
+	}
+	return err
 }
 
 func (p *Pool) finishHealth(c *Capture, rec *recorder, t Target, start time.Time) {
@@ -288,6 +308,10 @@ func prepare(ctx context.Context, vp engine.Viewport, w, h int) error {
 		},
 		func() error {
 			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: freezeScript})
+			return err
+		},
+		func() error {
+			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: observeScript})
 			return err
 		},
 		func() error {
@@ -335,31 +359,45 @@ func touchPoints(on bool) int64 {
 	return 1
 }
 
-// settle waits for fonts, triggers lazy loading and waits for a stable
-// layout, leaving the page scrolled to the top.
-func settle(ctx context.Context, c *Capture, mark *time.Time) error {
-	stages := []struct {
-		name string
-		js   string
-	}{
-		{"fonts", fmt.Sprintf("(%s)(%d)", fontsReadyScript, fontsCapMs)},
-		{"scroll", fmt.Sprintf("(%s)(%d, %d)", scrollScript, maxScrollPx, maxScrollSteps)},
-		{"images", fmt.Sprintf("(%s)(%d)", imagesSettledScript, imagesCapMs)},
-		{"stable", fmt.Sprintf("(%s)(%d, %d)", stableScript, quietMs, stableCapMs)},
-		// Fonts requested by content the scroll revealed.
-		{"fonts2", fmt.Sprintf("(%s)(%d)", fontsReadyScript, fontsCapMs)},
+// settle waits for fonts, triggers lazy loading, waits for images, for
+// the network to go idle and for a stable layout, leaving the page
+// scrolled to the top. Every wait ends on its event; the caps bound a page
+// that never settles (c.Stable then stays false).
+func settle(ctx context.Context, c *Capture, rec *recorder, mark *time.Time) error {
+	eval := func(name, js string) (any, error) {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](js, chromedp.EvalAwaitPromise))
+		c.step(name, mark)
+		return v, err
 	}
-	for _, st := range stages {
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[any](st.js, chromedp.EvalAwaitPromise))
+	if _, err := eval("fonts", fmt.Sprintf("(%s)(%d)", fontsReadyScript, fontsCapMs)); err != nil {
+		return err
+	}
+	scrolled, err := eval("scroll", fmt.Sprintf("(%s)(%d, %d)", scrollScript, maxScrollPx, maxScrollSteps))
+	if err != nil {
+		return err
+	}
+	if _, err := eval("images", fmt.Sprintf("(%s)(%d)", imagesSettledScript, imagesCapMs)); err != nil {
+		return err
+	}
+	for range settleRounds {
+		idle := rec.waitIdle(ctx, idleCap)
+		c.step("idle", mark)
+		v, err := eval("stable", fmt.Sprintf("(%s)(%d)", stableScript, stableCapMs))
 		if err != nil {
 			return err
 		}
-		if st.name == "stable" {
-			c.Stable = v == true
+		c.Stable = v == true && idle
+		if rec.idle() {
+			break
 		}
-		c.step(st.name, mark)
 	}
-	return nil
+	if n, _ := scrolled.(float64); n > 0 {
+		// Fonts requested by content the scroll revealed.
+		if _, err := eval("fonts2", fmt.Sprintf("(%s)(%d)", fontsReadyScript, fontsCapMs)); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 // screenshot takes a full-page PNG clipped to MaxHeight. It is as wide as
@@ -463,19 +501,77 @@ type recorder struct {
 	urls    map[network.RequestID]string
 	console []string
 	failed  []engine.Failure
+	// inflight holds the requests started and not yet finished or failed;
+	// quiet is closed whenever inflight is empty (a fresh one is made when
+	// a request starts).
+	inflight map[network.RequestID]bool
+	quiet    chan struct{}
 }
 
-func newRecorder() *recorder { return &recorder{urls: map[network.RequestID]string{}} }
+func newRecorder() *recorder {
+	q := make(chan struct{})
+	close(q)
+	return &recorder{urls: map[network.RequestID]string{}, inflight: map[network.RequestID]bool{}, quiet: q}
+}
+
+// idle reports whether no request is in flight.
+func (r *recorder) idle() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.inflight) == 0
+}
+
+// waitIdle waits until no request is in flight, for at most limit, and
+// reports whether that happened (a page that polls or streams never goes
+// idle; limit bounds it).
+func (r *recorder) waitIdle(ctx context.Context, limit time.Duration) bool {
+	r.mu.Lock()
+	q := r.quiet
+	r.mu.Unlock()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-q:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// startLocked and endLocked track a request in flight.
+func (r *recorder) startLocked(id network.RequestID) {
+	if len(r.inflight) == 0 {
+		r.quiet = make(chan struct{})
+	}
+	if len(r.inflight) < 5000 {
+		r.inflight[id] = true
+	}
+}
+
+func (r *recorder) endLocked(id network.RequestID) {
+	if !r.inflight[id] {
+		return
+	}
+	delete(r.inflight, id)
+	if len(r.inflight) == 0 {
+		close(r.quiet)
+	}
+}
 
 func (r *recorder) handle(ev any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch ev := ev.(type) {
 	case *network.EventRequestWillBeSent:
+		r.startLocked(ev.RequestID)
 		if ev.Request != nil && len(r.urls) < 5000 {
 			r.urls[ev.RequestID] = ev.Request.URL
 		}
+	case *network.EventLoadingFinished:
+		r.endLocked(ev.RequestID)
 	case *network.EventLoadingFailed:
+		r.endLocked(ev.RequestID)
 		if ev.Canceled {
 			return // an abort the page chose (navigation, removed image)
 		}

@@ -412,3 +412,40 @@ func TestCaptureAnswersProxyAuth(t *testing.T) {
 		t.Errorf("egress blocked = %+v: the session's refusals were not attributed to it", c.Health.EgressBlocked)
 	}
 }
+
+// TestBrowserHasEgressFlags reads the launched browser's own command line:
+// every switch of browserproxy.ChromiumFlags (the one list) is on it, with
+// chromedp's feature lists extended rather than replaced.
+func TestBrowserHasEgressFlags(t *testing.T) {
+	t.Parallel()
+	b := setup(t, capture.Options{})
+	if err := b.pool.Warm(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", b.pool.BrowserPID()))
+	if err != nil {
+		t.Skipf("no /proc command line: %v", err)
+	}
+	args := strings.Split(string(raw), "\x00")
+	for _, want := range browserproxy.ChromiumFlags(b.proxy.Addr()) {
+		name, value, _ := strings.Cut(want, "=")
+		i := slices.IndexFunc(args, func(a string) bool { return a == name || strings.HasPrefix(a, name+"=") })
+		switch {
+		case i < 0:
+			t.Errorf("browser launched without %s", want)
+		case strings.HasSuffix(name, "-features"):
+			for _, f := range strings.Split(value, ",") {
+				if !slices.Contains(strings.Split(strings.TrimPrefix(args[i], name+"="), ","), f) {
+					t.Errorf("%s lacks %s: %s", name, f, args[i])
+				}
+			}
+		case args[i] != want:
+			t.Errorf("browser launched with %s, want %s", args[i], want)
+		}
+	}
+	if !slices.Contains(args, "--disable-features=Translate,BlinkGenPropertyTrees") && !slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--disable-features=Translate,BlinkGenPropertyTrees,")
+	}) {
+		t.Errorf("chromedp's own disabled features were dropped: %q", args)
+	}
+}

@@ -2,18 +2,23 @@
 // at a set of viewports.
 //
 // A Pool owns one Chromium process and reuses it across captures, at most
-// Options.MaxConcurrent at a time. A browser that crashes is replaced and the
-// capture that met the crash is retried once. Each capture runs in a fresh
-// browser context (its own cookies, cache and storage) with the viewport's
-// device metrics, reduced motion and an animation-freezing style sheet; it
-// waits for the load event, document.fonts.ready, a scroll pass that
-// triggers lazy loading and a stable layout, then hands the live tab to the
-// caller's measure function and takes a full-page PNG.
+// Options.MaxConcurrent at a time (by default sized to the machine's cores
+// and memory); the others wait in a bounded queue. A capture has no time
+// budget of its own: its caller's deadline ends it, wherever it is. A
+// browser that crashes is replaced and the capture that met the crash is
+// retried once. Each capture runs in a fresh browser context (its own
+// cookies, cache and storage) with the viewport's device metrics, reduced
+// motion and an animation-freezing style sheet; it waits on events, never on
+// fixed delays: the load event, document.fonts.ready, a scroll pass when
+// something on the page loads lazily, every image's load or error, no
+// request in flight, and a layout unchanged for two animation frames (each
+// wait capped for a page that never gets there). Then it hands the live tab
+// to the caller's measure function and takes a full-page PNG.
 //
 // Invariants: the browser has exactly one way out, the egress proxy it is
 // launched with (QUIC, non-proxied WebRTC UDP, DNS prefetch and background
 // networking are off, and loopback is not bypassed); each route × viewport
-// gets a fresh browser context; every capture runs under a time budget; page
+// gets a fresh browser context; every capture ends with its caller's ctx; page
 // text reaches the caller only as data (health strings are length-capped and
 // never interpreted).
 package capture

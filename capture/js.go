@@ -21,11 +21,29 @@ const fontsReadyScript = `(capMs) => Promise.race([
   new Promise(r => setTimeout(() => r(false), capMs)),
 ])`
 
+// observeScript runs in every new document before the page's own scripts
+// and counts the IntersectionObservers the page creates, so settle scrolls
+// only a page that something below the fold can react to. The subclass
+// keeps the constructor's name and behaviour; the count is kept under a
+// registered symbol, out of the page's string-keyed globals.
+const observeScript = `(() => {
+  const IO = window.IntersectionObserver;
+  if (!IO) return;
+  let n = 0;
+  const Counted = class IntersectionObserver extends IO { constructor(...a) { super(...a); n++; } };
+  window.IntersectionObserver = Counted;
+  Object.defineProperty(window, Symbol.for("bastion.capture.observers"), { get: () => n });
+})();`
+
 // scrollScript scrolls through the page one viewport at a time to trigger
-// lazy loading (loading=lazy images, IntersectionObserver reveals), at most
-// maxPx deep and maxSteps steps, then returns to the top. It waits two
-// animation frames per step so observers fire.
+// lazy loading (loading=lazy images and frames, IntersectionObserver
+// reveals), at most maxPx deep and maxSteps steps, then returns to the top.
+// It waits two animation frames per step so observers fire. A page with
+// nothing lazy, or no taller than the viewport, is not scrolled.
 const scrollScript = `async (maxPx, maxSteps) => {
+  const observers = window[Symbol.for("bastion.capture.observers")] || 0;
+  const lazy = document.querySelector("img[loading=lazy], iframe[loading=lazy]") !== null;
+  if (!observers && !lazy) return 0;
   const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   const step = Math.max(200, Math.floor(window.innerHeight * 0.9));
   let y = 0, n = 0;
@@ -35,26 +53,29 @@ const scrollScript = `async (maxPx, maxSteps) => {
     window.scrollTo(0, y);
     await frame();
   }
-  window.scrollTo(0, 0);
-  await frame();
+  if (n > 0) { window.scrollTo(0, 0); await frame(); }
   return n;
 }`
 
-// imagesSettledScript waits until every <img> in the document is complete
-// (loaded or failed), or capMs passes.
-const imagesSettledScript = `(capMs) => new Promise(resolve => {
-  const t0 = performance.now();
-  const tick = () => {
-    const pending = [...document.images].some(i => !i.complete);
-    if (!pending || performance.now() - t0 > capMs) { resolve(!pending); return; }
-    setTimeout(tick, 50);
-  };
-  tick();
-})`
+// imagesSettledScript resolves true once every <img> in the document is
+// complete (loaded or failed), or false after capMs. It waits on each
+// pending image's load and error events, not on a timer.
+const imagesSettledScript = `(capMs) => {
+  const pending = [...document.images].filter(i => !i.complete);
+  if (pending.length === 0) return true;
+  const done = Promise.all(pending.map(i => new Promise(r => {
+    if (i.complete) { r(); return; }
+    i.addEventListener("load", r, { once: true });
+    i.addEventListener("error", r, { once: true });
+  }))).then(() => true);
+  return Promise.race([done, new Promise(r => setTimeout(() => r(false), capMs))]);
+}`
 
-// stableScript resolves true once the document's size and layout-shift count
-// have not changed for quietMs, or false when capMs passes first.
-const stableScript = `(quietMs, capMs) => new Promise(resolve => {
+// stableScript resolves true once the layout is unchanged for two
+// consecutive animation frames (the document's and body's scroll sizes,
+// the element count, and no layout shift in between), or false when capMs
+// passes first. A static page settles in about three frames.
+const stableScript = `(capMs) => new Promise(resolve => {
   let shifts = 0;
   let po = null;
   try {
@@ -63,21 +84,22 @@ const stableScript = `(quietMs, capMs) => new Promise(resolve => {
   } catch (e) {}
   const sig = () => {
     const d = document.documentElement, b = document.body;
-    return [d.scrollWidth, d.scrollHeight, b ? b.scrollWidth : 0, b ? b.scrollHeight : 0, shifts].join(",");
+    return [d.scrollWidth, d.scrollHeight, b ? b.scrollWidth : 0, b ? b.scrollHeight : 0,
+      document.getElementsByTagName("*").length, shifts].join(",");
   };
   const t0 = performance.now();
-  let last = sig(), since = t0;
+  let last = sig(), same = 0;
+  const finish = ok => { if (po) po.disconnect(); resolve(ok); };
   const tick = () => {
-    const now = performance.now(), s = sig();
-    if (s !== last) { last = s; since = now; }
-    if (now - since >= quietMs || now - t0 >= capMs) {
-      if (po) po.disconnect();
-      resolve(now - since >= quietMs);
-      return;
-    }
-    setTimeout(tick, 50);
+    const s = sig();
+    same = s === last ? same + 1 : 0;
+    last = s;
+    if (same >= 2) { finish(true); return; }
+    if (performance.now() - t0 >= capMs) { finish(false); return; }
+    requestAnimationFrame(tick);
   };
-  setTimeout(tick, 50);
+  requestAnimationFrame(tick);
+  setTimeout(() => finish(false), capMs); // a tab that gets no frames
 })`
 
 // fontsFailedScript lists the families of @font-face faces that failed to

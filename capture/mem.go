@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -117,6 +118,44 @@ func pss(pid int) int64 {
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if strings.HasPrefix(line, "Pss:") {
+			return kB(line)
+		}
+	}
+	return 0
+}
+
+// tabBytes is what one open capture tab costs the machine, as DefaultSlots
+// budgets it: a renderer with a typical page, its share of the browser's
+// other processes, and the screenshot (bench/review measures about 100–200
+// MB of PSS per tab).
+const tabBytes = 256 << 20
+
+// maxSlots bounds DefaultSlots on a large machine: one browser process
+// serves every tab, and its own threads become the bottleneck past this.
+const maxSlots = 8
+
+// DefaultSlots is the number of captures a Pool runs at once when
+// Options.MaxConcurrent is 0: one per core plus one (a capture spends part
+// of its time waiting on the network and the browser process, so slightly
+// more than one tab keeps a core busy), at least 2, and no more than the
+// available memory holds at tabBytes each.
+func DefaultSlots() int {
+	n := max(runtime.NumCPU()+1, 2)
+	if avail := memAvailable(); avail > 0 {
+		n = min(n, max(int(avail/tabBytes), 1))
+	}
+	return min(n, maxSlots)
+}
+
+// memAvailable returns /proc/meminfo's MemAvailable in bytes, or 0 when it
+// cannot be read (non-Linux).
+func memAvailable() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.HasPrefix(line, "MemAvailable:") {
 			return kB(line)
 		}
 	}

@@ -7,9 +7,13 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/bastion-mcp/bastion/egress/browserproxy"
+	"github.com/bastion-mcp/bastion/fault"
 )
 
 // Options configure a Pool. The zero value of every field except ProxyAddr
@@ -20,11 +24,15 @@ type Options struct {
 	// ProxyAddr is the egress proxy, "127.0.0.1:PORT". Required: the browser
 	// is never launched without a proxy, so it has no direct way out.
 	ProxyAddr string
-	// MaxConcurrent bounds the captures that run at once; 0 means 3.
+	// MaxConcurrent bounds the captures that run at once (open tabs); 0
+	// means DefaultSlots(), sized to this machine's cores and memory.
 	MaxConcurrent int
-	// Budget bounds one capture from opening its tab to its screenshot;
-	// 0 means 20 s.
-	Budget time.Duration
+	// MaxQueued bounds the captures waiting for a tab; one more is refused
+	// with UNAVAILABLE (retriable) rather than queued. 0 means 32 per slot.
+	// A capture has no time budget of its own: it waits and runs until its
+	// ctx ends (the engine derives that from the review's timeout), so a
+	// busy machine makes a review slower, never silently smaller.
+	MaxQueued int
 	// MaxHeight caps the full-page screenshot, in CSS pixels; 0 means 8000.
 	MaxHeight int
 	// Logger receives browser lifecycle events; nil means slog.Default().
@@ -39,10 +47,10 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = 3
+		o.MaxConcurrent = DefaultSlots()
 	}
-	if o.Budget <= 0 {
-		o.Budget = 20 * time.Second
+	if o.MaxQueued <= 0 {
+		o.MaxQueued = 32 * o.MaxConcurrent
 	}
 	if o.MaxHeight <= 0 {
 		o.MaxHeight = 8000
@@ -53,8 +61,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// startTimeout bounds the launch of one browser process.
-const startTimeout = 30 * time.Second
+// startTimeout bounds the launch of one browser process when the capture
+// that needs it has no deadline of its own; with one, the deadline bounds
+// the launch (a loaded machine can take longer than this to start Chromium).
+const startTimeout = 3 * time.Minute
 
 // ErrClosed is returned by Capture after Close.
 var ErrClosed = errors.New("capture: pool closed")
@@ -67,8 +77,9 @@ type Pool struct {
 	ctx    context.Context // the pool's lifetime; cancelled by Close
 	cancel context.CancelFunc
 	sem    chan struct{} // one token per running capture
+	queued atomic.Int32  // captures waiting for a token (not under mu: a launch holds mu)
 
-	mu      sync.Mutex // guards the fields below
+	mu      sync.Mutex // guards the fields below; held across a browser launch, never a capture
 	cur     *browser   // nil before the first capture and after a crash
 	closed  bool
 	started int // browsers launched, for tests and metrics
@@ -172,36 +183,7 @@ func (p *Pool) retire(b *browser) {
 // concurrent captures that find no browser wait for this one instead of
 // each launching their own.
 func (p *Pool) launchLocked(ctx context.Context) (*browser, error) {
-	proxy := "http://" + p.opts.ProxyAddr
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(p.opts.Chrome),
-		chromedp.NoSandbox, // runs as root in containers; the network boundary is the proxy
-		chromedp.DisableGPU,
-		chromedp.Flag("proxy-server", proxy),
-		// Without this Chromium sends loopback requests direct, around the proxy.
-		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
-		chromedp.Flag("webrtc-ip-handling-policy", "disable_non_proxied_udp"),
-		chromedp.Flag("dns-prefetch-disable", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-domain-reliability", true),
-		chromedp.Flag("no-pings", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("mute-audio", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.Flag("font-render-hinting", "none"),
-		chromedp.Flag("disable-lcd-text", true),
-		chromedp.Flag("force-device-scale-factor", "1"),
-		// The user data directory is a fresh temporary one per process:
-		// chromedp creates it when no user-data-dir flag is given and removes
-		// it when the process exits.
-	)
-	if len(p.opts.IgnoreCertErrorsSPKIList) > 0 {
-		opts = append(opts, chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(p.opts.IgnoreCertErrorsSPKIList, ",")))
-	}
+	opts := launchFlags(p.opts.Chrome, p.opts.ProxyAddr, p.opts.IgnoreCertErrorsSPKIList)
 	actx, acancel := chromedp.NewExecAllocator(p.ctx, opts...)
 	bctx, bcancel := chromedp.NewContext(actx)
 	// cancel runs once: chromedp's browser-context cancel waits on a token
@@ -213,7 +195,11 @@ func (p *Pool) launchLocked(ctx context.Context) (*browser, error) {
 
 	// The first Run binds the browser's life to its context, so it must be
 	// bctx itself; a timer bounds the launch instead of a deadline.
-	timer := time.AfterFunc(startTimeout, cancel)
+	limit := startTimeout
+	if d, ok := ctx.Deadline(); ok {
+		limit = time.Until(d)
+	}
+	timer := time.AfterFunc(limit, cancel)
 	stop := context.AfterFunc(ctx, cancel)
 	err := chromedp.Do(bctx)
 	timer.Stop()
@@ -223,6 +209,7 @@ func (p *Pool) launchLocked(ctx context.Context) (*browser, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		p.opts.Logger.Warn("capture: browser launch failed", "err", err, "limit", limit)
 		return nil, fmt.Errorf("capture: launch browser: %w", err)
 	}
 	b := &browser{ctx: bctx, cancel: cancel}
@@ -235,13 +222,73 @@ func (p *Pool) launchLocked(ctx context.Context) (*browser, error) {
 	return b, nil
 }
 
-// acquire takes a concurrency token, or fails when ctx ends or the pool
-// closes first.
+// launchFlags is the browser's command line: chromedp's headless defaults,
+// then browserproxy.ChromiumFlags (the one list of switches that leaves the
+// browser no way out but the proxy), then only what capture itself needs.
+func launchFlags(chrome, proxyAddr string, spki []string) []chromedp.ExecAllocatorOption {
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome))
+	for _, f := range browserproxy.ChromiumFlags(proxyAddr) {
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if !hasValue {
+			opts = append(opts, chromedp.Flag(name, true))
+			continue
+		}
+		if def, ok := chromedpFeatures[name]; ok {
+			// chromedp's defaults set these lists too; a flag given twice
+			// keeps only its last value, so join them.
+			value = def + "," + value
+		}
+		opts = append(opts, chromedp.Flag(name, value))
+	}
+	opts = append(opts,
+		// Capture's own needs, none of them about the network:
+		chromedp.NoSandbox,  // runs as root in containers; the network boundary is the proxy
+		chromedp.DisableGPU, // software rendering: the same pixels on every machine
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("mute-audio", true),
+		// Deterministic screenshots: no scrollbars, no hinting or subpixel
+		// text, one device pixel per CSS pixel.
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.Flag("font-render-hinting", "none"),
+		chromedp.Flag("disable-lcd-text", true),
+		chromedp.Flag("force-device-scale-factor", "1"),
+		// The user data directory is a fresh temporary one per process:
+		// chromedp creates it when no user-data-dir flag is given and removes
+		// it when the process exits.
+	)
+	if len(spki) > 0 {
+		opts = append(opts, chromedp.Flag("ignore-certificate-errors-spki-list", strings.Join(spki, ",")))
+	}
+	return opts
+}
+
+// chromedpFeatures are the feature lists chromedp.DefaultExecAllocatorOptions
+// sets, which a ChromiumFlags list of the same name must extend, not replace.
+var chromedpFeatures = map[string]string{
+	"enable-features":  "NetworkService,NetworkServiceInProcess",
+	"disable-features": "Translate,BlinkGenPropertyTrees",
+}
+
+// acquire takes a concurrency token, waiting in the bounded queue for one.
+// It fails when the queue is full, when ctx ends (a deadline is reported as
+// a CAPTURE_FAILED naming the wait) or when the pool closes first.
 func (p *Pool) acquire(ctx context.Context) error {
 	select {
 	case p.sem <- struct{}{}:
 		return nil
+	default:
+	}
+	defer p.queued.Add(-1)
+	if int(p.queued.Add(1)) > p.opts.MaxQueued {
+		return fault.New(fault.Unavailable, "the capture queue is full (%d waiting); retry shortly", p.opts.MaxQueued)
+	}
+	select {
+	case p.sem <- struct{}{}:
+		return nil
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fault.Wrap(ctx.Err(), fault.CaptureFailed, "the deadline passed while the capture waited for a free browser tab")
+		}
 		return ctx.Err()
 	case <-p.ctx.Done():
 		return ErrClosed

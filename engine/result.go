@@ -9,7 +9,10 @@
 // order, crops).
 package engine
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Viewport names a capture width. The set is closed.
 type Viewport string
@@ -107,6 +110,26 @@ type Coverage struct {
 	Skipped            []Skip     `json:"skipped,omitempty"`
 	ChecksRun          []string   `json:"checks_run"`
 	ChecksOff          []Skip     `json:"checks_off,omitempty"` // e.g. token checks without tokens
+}
+
+// Complete reports whether everything requested was reviewed whole: every
+// requested route and viewport was reviewed and nothing was skipped (a
+// capture that failed, or a page measured only in part).
+func (c Coverage) Complete() bool {
+	if len(c.Skipped) > 0 {
+		return false
+	}
+	for _, r := range c.RoutesRequested {
+		if !slices.Contains(c.RoutesReviewed, r) {
+			return false
+		}
+	}
+	for _, v := range c.ViewportsRequested {
+		if !slices.Contains(c.ViewportsReviewed, v) {
+			return false
+		}
+	}
+	return true
 }
 
 // Skip records something not reviewed and why.

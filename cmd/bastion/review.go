@@ -29,8 +29,19 @@ type reviewFlags struct {
 	out          string
 	json         bool
 	allowPrivate bool
+	allowPartial bool
 	timeout      time.Duration
 }
+
+// exitPartial is the exit status of a review that ran but did not review
+// everything requested (without --allow-partial): a CI gate must not pass
+// on a review that silently dropped a viewport.
+const exitPartial = 3
+
+// errPartial reports a partial review; the skipped captures were printed.
+type errPartial struct{ skipped int }
+
+func (e errPartial) Error() string { return "partial review" }
 
 func newReviewCmd() *cobra.Command {
 	var f reviewFlags
@@ -47,11 +58,17 @@ private addresses over http or https on any port, for a local dev server
 (a self-signed certificate is accepted there, and only there). Public hosts
 still need https, metadata endpoints stay refused.
 
-Progress goes to stderr. The exit status is 0 when the review completed,
-whatever the grade, and 1 with a typed error line when it could not run.`,
+Progress goes to stderr. The exit status is 0 when every requested route
+and viewport was reviewed, whatever the grade; 3 when the review ran but
+left something out (each skip is printed with its reason; --allow-partial
+makes this 0); and 1 with a typed error line when it could not run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			err := runReview(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
+			if p, ok := err.(errPartial); ok {
+				fmt.Fprintf(cmd.ErrOrStderr(), "bastion: partial review: %d of the requested captures or measurements were not (wholly) reviewed (see \"not reviewed\"); exit status %d (--allow-partial accepts a partial review)\n", p.skipped, exitPartial)
+				return exitError{exitPartial}
+			}
 			if err != nil {
 				fe := fault.From(err, "the review could not run")
 				fmt.Fprintf(cmd.ErrOrStderr(), "bastion: %s: %s (next_action: %s)\n", fe.Code, fe.Message, fe.NextAction)
@@ -71,7 +88,8 @@ whatever the grade, and 1 with a typed error line when it could not run.`,
 	fl.StringVar(&f.out, "out", "", "directory to write review.json, panel.html and evidence/*.png into")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON on stdout")
 	fl.BoolVar(&f.allowPrivate, "allow-private", false, "allow loopback/private targets over http or self-signed https (a local dev server)")
-	fl.DurationVar(&f.timeout, "timeout", review.DefaultTimeout, "give up on the whole review after this long")
+	fl.DurationVar(&f.timeout, "timeout", review.DefaultTimeout, "give up on the whole review after this long (captures wait for a free browser tab within it)")
+	fl.BoolVar(&f.allowPartial, "allow-partial", false, "exit 0 even when some route or viewport could not be reviewed")
 	return cmd
 }
 
@@ -134,6 +152,12 @@ func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f r
 		return err
 	}
 	fmt.Fprintf(stderr, "done in %.2fs: %s, %d finding(s)\n", time.Since(start).Seconds(), res.Grade, len(res.Findings))
+	if f.json && !res.Coverage.Complete() {
+		// stdout is JSON: say here, for the operator, what was left out.
+		for _, s := range res.Coverage.Skipped {
+			fmt.Fprintf(stderr, "  not reviewed: %s: %s\n", terminalSafe(s.What), terminalSafe(s.Reason))
+		}
+	}
 
 	meta := panel.Meta{URL: req.URL}
 	if f.out != "" {
@@ -148,10 +172,15 @@ func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f r
 		if err != nil {
 			return err
 		}
-		_, err = stdout.Write(doc)
-		return err
+		if _, err = stdout.Write(doc); err != nil {
+			return err
+		}
+	} else {
+		printSummary(stdout, res)
 	}
-	printSummary(stdout, res)
+	if !res.Coverage.Complete() && !f.allowPartial {
+		return errPartial{skipped: max(len(res.Coverage.Skipped), 1)}
+	}
 	return nil
 }
 

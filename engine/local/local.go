@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"slices"
@@ -62,10 +63,24 @@ type Progress func(route string, vp engine.Viewport, took time.Duration, err err
 
 // Options tune an Engine. The zero value means defaults.
 type Options struct {
-	Concurrency int           // captures in flight per review; 0 means 3
-	Logger      *slog.Logger  // nil means slog.Default()
-	Progress    Progress      // nil means none
-	Timeout     time.Duration // a whole review or recheck; 0 means 3 minutes
+	// Concurrency bounds the captures one review asks for at once (the
+	// pool's queue, sized to the machine, bounds them across reviews); 0
+	// means 3, one route's three viewports.
+	Concurrency int
+	Logger      *slog.Logger // nil means slog.Default()
+	Progress    Progress     // nil means none
+	// Timeout bounds a whole review or recheck; 0 means 3 minutes. It is
+	// the captures' only deadline: they get all of it but a reserve for
+	// judging (see judgeReserve), however long they wait for a tab.
+	Timeout time.Duration
+}
+
+// judgeReserve is the part of a review's timeout kept for judging what was
+// captured, so a review that runs out of time still returns the captures
+// that finished, with the rest named as skipped: a tenth, between 1 s and
+// 20 s.
+func judgeReserve(timeout time.Duration) time.Duration {
+	return min(max(timeout/10, time.Second), 20*time.Second)
 }
 
 // Engine reviews previews on this machine. It is safe for concurrent use.
@@ -95,11 +110,12 @@ func New(pool Capturer, proxy Sessions, guard Canonicalizer, opts Options) *Engi
 
 // shot is one route × viewport capture and what was measured in it.
 type shot struct {
-	route string
-	vp    engine.Viewport
-	cap   *capture.Capture
-	snap  *checks.Snapshot
-	err   error
+	route    string
+	vp       engine.Viewport
+	cap      *capture.Capture
+	snap     *checks.Snapshot
+	err      error
+	attempts int
 }
 
 // Review implements engine.Engine.
@@ -114,18 +130,14 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 			return nil, fault.From(err, "the token file could not be read")
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
-	defer cancel()
-
 	var jobs []*shot
 	for _, r := range routes {
 		for _, vp := range vps {
 			jobs = append(jobs, &shot{route: r, vp: vp})
 		}
 	}
-	e.captureAll(ctx, base, jobs)
-	if err := ctx.Err(); err != nil {
-		return nil, fault.Wrap(err, fault.CaptureFailed, "the review ran out of time")
+	if err := e.captureAll(ctx, base, jobs); err != nil {
+		return nil, err
 	}
 
 	res := &engine.Result{
@@ -166,7 +178,7 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 		}
 		if j.err != nil {
 			res.Coverage.Skipped = append(res.Coverage.Skipped, engine.Skip{
-				What: j.route + " @ " + string(j.vp), Reason: skipReason(j.err),
+				What: j.route + " @ " + string(j.vp), Reason: skipReason(j.err, j.attempts),
 			})
 			continue
 		}
@@ -200,25 +212,52 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 	return res, nil
 }
 
-// captureAll runs the jobs with bounded concurrency; each job gets its own
-// proxy session, closed when its capture ends.
-func (e *Engine) captureAll(ctx context.Context, base *url.URL, jobs []*shot) {
+// captureAll runs the jobs with bounded concurrency under the review's
+// timeout (or the caller's earlier deadline) less the judging reserve; each job gets its own proxy session,
+// closed when its capture ends. A job the deadline stopped keeps its typed
+// error (it becomes a named skip); it returns an error only when the
+// caller's ctx ended.
+func (e *Engine) captureAll(ctx context.Context, base *url.URL, jobs []*shot) error {
+	deadline := time.Now().Add(e.opts.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d // the caller's own deadline is earlier
+	}
+	cctx, cancel := context.WithDeadline(ctx, deadline.Add(-judgeReserve(time.Until(deadline))))
+	defer cancel()
 	sem := make(chan struct{}, e.opts.Concurrency)
 	var wg sync.WaitGroup
 	for _, j := range jobs {
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
-			case <-ctx.Done():
-				j.err = ctx.Err()
+			case <-cctx.Done():
+				j.err = outOfTime(cctx, "before the capture could start")
 				return
 			}
 			defer func() { <-sem }()
-			e.captureOne(ctx, base, j)
+			e.captureOne(cctx, base, j)
 		})
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return fault.Wrap(err, fault.CaptureFailed, "the review was cancelled")
+	}
+	return nil
 }
+
+// outOfTime is a job's error when ctx ended before the job ran: the
+// review's timeout, named as such, or the caller's cancellation.
+func outOfTime(ctx context.Context, when string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fault.Wrap(ctx.Err(), fault.CaptureFailed, "the review's timeout passed %s", when)
+	}
+	return ctx.Err()
+}
+
+// maxAttempts is how often a capture is tried: a failure that may pass
+// (a load error, a page that did not settle, a lost browser, a 5xx) is
+// retried once while the deadline allows.
+const maxAttempts = 2
 
 func (e *Engine) captureOne(ctx context.Context, base *url.URL, j *shot) {
 	start := time.Now()
@@ -232,6 +271,31 @@ func (e *Engine) captureOne(ctx context.Context, base *url.URL, j *shot) {
 		j.err = err
 		return
 	}
+	for j.attempts = 1; ; j.attempts++ {
+		e.attempt(ctx, u, j)
+		if j.err == nil || j.attempts >= maxAttempts || !retriable(ctx, j.err) {
+			break
+		}
+		e.opts.Logger.Info("engine: capture failed; retrying", "route", j.route, "viewport", j.vp, "err", j.err)
+	}
+	if j.err != nil {
+		e.opts.Logger.Info("engine: capture skipped", "route", j.route, "viewport", j.vp, "attempts", j.attempts, "err", j.err)
+	}
+}
+
+// retriable reports whether trying err's capture again could succeed in
+// the time left: the deadline has not passed and the failure is not a
+// verdict on the page (a refused URL, a 4xx answer, a bad argument).
+func retriable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	f, ok := fault.As(err)
+	return !ok || f.Retriable
+}
+
+// attempt captures j once, at u, and measures it.
+func (e *Engine) attempt(ctx context.Context, u string, j *shot) {
 	sess := e.sessions.NewSession()
 	defer sess.Close()
 	var snap *checks.Snapshot
@@ -243,13 +307,13 @@ func (e *Engine) captureOne(ctx context.Context, base *url.URL, j *shot) {
 	c, err := e.pool.Capture(ctx, capture.Target{URL: u, Viewport: j.vp, Session: sess}, measure)
 	j.cap, j.snap, j.err = c, snap, err
 	if err == nil && c.Health.StatusCode >= 400 {
-		j.err = fault.New(fault.CaptureFailed, "the page answered HTTP %d", c.Health.StatusCode)
+		f := fault.New(fault.CaptureFailed, "the page answered HTTP %d", c.Health.StatusCode)
+		// A server error or a throttle may pass; any other 4xx is the answer.
+		f.Retriable = c.Health.StatusCode >= 500 || c.Health.StatusCode == 408 || c.Health.StatusCode == 429
+		j.err = f
 	}
 	if j.err == nil && snap == nil {
 		j.err = fault.New(fault.JudgmentFailed, "the page could not be measured")
-	}
-	if j.err != nil {
-		e.opts.Logger.Info("engine: capture skipped", "route", j.route, "viewport", j.vp, "err", j.err)
 	}
 }
 
@@ -258,16 +322,21 @@ func (e *Engine) captureOne(ctx context.Context, base *url.URL, j *shot) {
 // so a huge page stays bounded.
 const truncatedReason = "measurement cap reached (elements or hit tests): some elements were not checked"
 
-// skipReason renders a capture error as "CODE: message", client-safe.
-func skipReason(err error) string {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return string(fault.CaptureFailed) + ": the capture was cancelled or ran out of time"
-	}
-	f := fault.From(err, "the capture failed")
-	if f.Code == fault.InternalError {
+// skipReason renders a capture error as "CODE: message", client-safe,
+// saying how often it was tried.
+func skipReason(err error, attempts int) string {
+	f, ok := fault.As(err)
+	switch {
+	case !ok && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
+		f = fault.New(fault.CaptureFailed, "the capture was cancelled or ran out of time")
+	case !ok || f.Code == fault.InternalError:
 		f = fault.New(fault.CaptureFailed, "the capture failed")
 	}
-	return string(f.Code) + ": " + f.Message
+	msg := string(f.Code) + ": " + f.Message
+	if attempts > 1 {
+		msg += fmt.Sprintf(" (tried %d times)", attempts)
+	}
+	return msg
 }
 
 // checkCoverage lists the checks that ran and those that were off.
@@ -352,9 +421,6 @@ func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engi
 			return nil, fault.From(err, "the token file could not be read")
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
-	defer cancel()
-
 	groups := map[string]*shot{}
 	var jobs []*shot
 	for i := range req.Findings {
@@ -365,13 +431,15 @@ func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engi
 			jobs = append(jobs, j)
 		}
 	}
-	e.captureAll(ctx, base, jobs)
+	if err := e.captureAll(ctx, base, jobs); err != nil {
+		return nil, err
+	}
 
 	out := make([]engine.RecheckOutcome, len(req.Findings))
 	for i, f := range req.Findings {
 		j := groups[routes[i]+"\x00"+string(vps[i])]
 		if j.err != nil {
-			out[i] = engine.RecheckOutcome{FindingID: f.ID, Outcome: engine.Inconclusive, Reason: skipReason(j.err)}
+			out[i] = engine.RecheckOutcome{FindingID: f.ID, Outcome: engine.Inconclusive, Reason: skipReason(j.err, j.attempts)}
 			continue
 		}
 		set := fileTokens
