@@ -145,7 +145,8 @@
   // a theme scope (:root, html, body, or a class or attribute on them:
   // .dark, [data-theme=x]). Values are read from the root and body as
   // computed, so they are the theme the page shows; the other themes' scopes
-  // are listed, never mixed in.
+  // are listed, never mixed in. Colour-valued properties no rule uses are
+  // reported too, with no role (a palette).
   const TOKEN_ROLES = [
     [/^color$|^-webkit-text-fill-color$/, 'text'],
     [/^background(-color)?$/, 'background'],
@@ -211,10 +212,14 @@
     };
     for (const sheet of document.styleSheets) { try { scan(sheet.cssRules, '', 0); } catch (_) { /* cross-origin */ } }
     const rootCS = getComputedStyle(de), bodyCS = getComputedStyle(body);
-    for (const n of [...uses.keys()].sort()) {
-      if (!defined.has(n) || out.token_uses.length >= 500) continue;
+    // A theme-scope property no rule uses is kept only when its value is a
+    // colour (a palette entry: its value, not its name, says what it is).
+    for (const n of [...defined].sort()) {
+      if (out.token_uses.length >= 500) break;
       const v = (bodyCS.getPropertyValue(n) || rootCS.getPropertyValue(n)).trim();
-      if (v && v.length <= 300) out.token_uses.push({ name: n, value: v, roles: [...uses.get(n)].sort() });
+      if (!v || v.length > 300) continue;
+      if (uses.has(n)) out.token_uses.push({ name: n, value: v, roles: [...uses.get(n)].sort() });
+      else if (CSS.supports('color', v)) out.token_uses.push({ name: n, value: v, roles: [] });
     }
     for (const [scope, active] of scopes) out.themes.push({ scope, active });
     out.root_font_size = parseFloat(rootCS.fontSize) || 16;

@@ -2,8 +2,8 @@ package checks_test
 
 import (
 	"net/http"
-	"reflect"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -112,12 +112,13 @@ func TestCollect(t *testing.T) {
 	}
 	// Tokens by use: a colour used for text and borders, a length used for
 	// padding (not the one used inside calc(), nor the width), the active
-	// theme's value of a class-scoped property; never one the rules do not use.
+	// theme's value of a class-scoped property, and a colour no rule uses (a
+	// palette entry); never a length no rule uses for spacing.
 	uses := map[string]string{}
 	for _, u := range s.TokenUses {
 		uses[u.Name] = u.Value + " " + strings.Join(u.Roles, ",")
 	}
-	want := map[string]string{"--color-brand": "#2563eb border,text", "--muted": "#666 text", "--space-4": "16px spacing"}
+	want := map[string]string{"--color-brand": "#2563eb border,text", "--muted": "#666 text", "--space-4": "16px spacing", "--unused": "#ff0000 "}
 	if !reflect.DeepEqual(uses, want) {
 		t.Errorf("token uses = %v; want %v", uses, want)
 	}

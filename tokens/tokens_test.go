@@ -132,11 +132,13 @@ func TestFromUses(t *testing.T) {
 		{Name: "--code-font-size", Value: "0.875em", Roles: []string{tokens.RoleFontSize}},
 		{Name: "--body", Value: `"Brand Sans", sans-serif`, Roles: []string{tokens.RoleFontFamily}},
 		{Name: "--channels", Value: "33, 37, 41", Roles: []string{tokens.RoleText}},
+		// A palette colour no rule uses: a colour token for no role.
+		{Name: "--purple", Value: "#9333ea"},
 	}, 10)
 	if s == nil {
 		t.Fatal("FromUses = nil")
 	}
-	if len(s.Colors) != 3 || len(s.Spacing) != 3 || s.FontSizes != nil || len(s.FontFamilies) != 1 {
+	if len(s.Colors) != 4 || len(s.Spacing) != 3 || s.FontSizes != nil || len(s.FontFamilies) != 1 {
 		t.Fatalf("set = %+v", s)
 	}
 	if s.Spacing[0].Px != 4 || s.Spacing[1].Px != 8 {

@@ -16,13 +16,18 @@ const (
 	RoleFontSize   = "font-size"
 	RoleFontFamily = "font-family"
 	RoleRadius     = "radius"
+	// RolePalette marks a colour the page defines in a theme scope but no
+	// rule uses: a colour of its palette (its value says so), with no role to
+	// advise it for.
+	RolePalette = "palette"
 )
 
 // Use is one custom property that the page's own rules use directly (the
 // whole value, or a var() not wrapped in calc(), rgb() or another function),
 // defined in one of the page's theme scopes (:root, html, body, or a class or
 // attribute on them such as .dark or [data-theme]). Value is what it computes
-// to in the theme the page shows.
+// to in the theme the page shows. A colour-valued property of a theme scope
+// that no rule uses comes with no roles: a palette colour.
 type Use struct {
 	Name  string   `json:"name"`
 	Value string   `json:"value"`
@@ -39,7 +44,7 @@ const (
 
 // FromUses builds a Set from the custom properties a page uses, filed by
 // use: a property used for colours is a colour token (with the roles it is
-// used for), one used for margins, paddings or gaps a spacing step, one used
+// used for; a palette colour no rule uses has RolePalette), one used for margins, paddings or gaps a spacing step, one used
 // for font-size a type-scale step, and so on; its name plays no part. rem
 // and em count remPx (the root's computed font size). A list too short to be
 // a system (fewer than two colours, fewer than three distinct steps of a
@@ -55,6 +60,9 @@ func FromUses(uses []Use, remPx float64) *Set {
 			continue
 		}
 		var colorRoles []string
+		if len(u.Roles) == 0 {
+			colorRoles = []string{RolePalette}
+		}
 		for _, r := range u.Roles {
 			switch r {
 			case RoleText, RoleBackground, RoleBorder, RoleIcon:
