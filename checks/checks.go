@@ -53,7 +53,8 @@ var allKinds = []string{
 func Kinds() []string { return slices.Clone(allKinds) }
 
 // TokenKinds lists the kinds that need a token set; Run skips them when
-// Config.Tokens is nil.
+// Config.Tokens is nil (type_scale then judges only tiny text and heading
+// order).
 func TokenKinds() []string {
 	return []string{KindOffTokenColor, KindOffScaleSpacing, KindOffTokenFont, KindTypeScale}
 }
@@ -62,6 +63,9 @@ func TokenKinds() []string {
 // (type_scale then judges only tiny text and heading order).
 type Config struct {
 	Tokens *tokens.Set // nil turns the token comparisons off
+	// StrictTargets adds WCAG 2.5.5's 44 px advisory (AAA) to tap_target;
+	// by default it judges 2.5.8's 24 px minimum only.
+	StrictTargets bool
 }
 
 // Thresholds. They are constants, not knobs: the corpus test pins them.
@@ -111,7 +115,7 @@ func run(s *Snapshot, cfg Config, kinds []string) []engine.Finding {
 	}
 	j := &judge{s: s, cfg: cfg}
 	for _, k := range kinds {
-		if cfg.Tokens == nil && k != KindTypeScale && slices.Contains(TokenKinds(), k) {
+		if offReason(s, cfg, k) != "" {
 			continue
 		}
 		if c, ok := checkers[k]; ok {
@@ -139,8 +143,12 @@ func Remeasure(s *Snapshot, cfg Config, f engine.Finding) engine.RecheckOutcome 
 		out.Outcome, out.Reason = engine.Inconclusive, "unknown check kind "+f.Kind
 		return out
 	}
-	if slices.Contains(TokenKinds(), f.Kind) && f.Kind != KindTypeScale && cfg.Tokens == nil {
-		out.Outcome, out.Reason = engine.Inconclusive, "no design tokens to compare against"
+	why := offReason(s, cfg, f.Kind)
+	if f.Kind == KindTypeScale && ruleOf(f) == "scale" {
+		why = offReason(s, cfg, scaleScope)
+	}
+	if why != "" {
+		out.Outcome, out.Reason = engine.Inconclusive, "the check does not apply here: "+why
 		return out
 	}
 	var estimate *engine.Finding

@@ -2,6 +2,7 @@ package checks_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -143,13 +144,18 @@ func TestContainerEscape(t *testing.T) {
 	card := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.card", Bounded: true, Box: box(16, 16, 280, 200)})
 	inner := p.add(checks.Element{Parent: card, Tag: "div", Selector: "div.inner", Box: box(16, 16, 280, 150)})
 	chart := p.add(checks.Element{Parent: inner, Tag: "div", Selector: "div.chart", Box: box(40, 40, 320, 120)})
-	p.add(checks.Element{Parent: chart, Tag: "span", Selector: "div.chart > span", Box: box(40, 40, 320, 20)})
+	p.add(checks.Element{Parent: chart, Tag: "svg", Selector: "div.chart > svg", Box: box(40, 40, 320, 20)})
 	// Absolutely positioned badges stick out on purpose.
 	p.add(checks.Element{Parent: card, Tag: "span", Selector: "span.badge", Position: "absolute", Box: box(280, 8, 40, 20)})
 	// An unbounded box (no background, border or shadow): nothing visible to escape.
 	plain := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.plain", Box: box(16, 300, 200, 100)})
 	p.add(checks.Element{Parent: plain, Tag: "div", Selector: "div.plain > div", Box: box(16, 300, 260, 100)})
-
+	// A grid row's negative gutters reach 12 px past its card on both
+	// sides; the columns' padding keeps what they paint inside.
+	card2 := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.card2", Bounded: true, Box: box(16, 500, 300, 100)})
+	row := p.add(checks.Element{Parent: card2, Tag: "div", Selector: "div.row", Box: box(4, 500, 324, 100)})
+	col := p.add(checks.Element{Parent: row, Tag: "div", Selector: "div.col", Box: box(4, 500, 162, 100)})
+	p.add(checks.Element{Parent: col, Tag: "p", Selector: "div.col > p", Text: &checks.Text{Chars: 4}, Box: box(16, 500, 138, 20)})
 	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindContainerEscape)
 	if want := []string{"div.chart"}; !slices.Equal(got, want) {
 		t.Errorf("container_escape = %v; want %v", got, want)
@@ -230,8 +236,12 @@ func TestTapTargetExceptions(t *testing.T) {
 		return p.s
 	}
 	got := kindsOf(checks.Run(build(engine.Mobile), checks.Config{}), checks.KindTapTarget)
+	if want := []string{"#a", "#b", "a.next"}; !slices.Equal(got, want) {
+		t.Errorf("mobile tap_target = %v; want %v (the 44 px advice only in the strict profile)", got, want)
+	}
+	got = kindsOf(checks.Run(build(engine.Mobile), checks.Config{StrictTargets: true}), checks.KindTapTarget)
 	if want := []string{"#a", "#b", "a.next", "button.small"}; !slices.Equal(got, want) {
-		t.Errorf("mobile tap_target = %v; want %v", got, want)
+		t.Errorf("strict mobile tap_target = %v; want %v", got, want)
 	}
 	got = kindsOf(checks.Run(build(engine.Tablet), checks.Config{}), checks.KindTapTarget)
 	if want := []string{"#a", "#b", "a.next"}; !slices.Equal(got, want) {
@@ -425,7 +435,7 @@ func TestSnapshotJSONRoundTrip(t *testing.T) {
 	t.Parallel()
 	p := newPage(engine.Mobile)
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(209, 213, 219)", bg("rgb(255, 255, 255)")), Set: map[string]any{"padding-top": 18.0}})
-	p.s.RootVars = map[string]string{"--color-ink": "#1f2937"}
+	p.s.TokenUses = []tokens.Use{{Name: "--color-ink", Value: "#1f2937", Roles: []string{tokens.RoleText}}}
 	raw, err := json.Marshal(p.s)
 	if err != nil {
 		t.Fatal(err)
@@ -439,8 +449,8 @@ func TestSnapshotJSONRoundTrip(t *testing.T) {
 	if string(a) != string(b) {
 		t.Errorf("findings differ after a JSON round trip:\n%s\n%s", a, b)
 	}
-	if back.RootCustomProperties()["--color-ink"] != "#1f2937" {
-		t.Errorf("RootCustomProperties = %v", back.RootCustomProperties())
+	if !reflect.DeepEqual(back.TokenUses, p.s.TokenUses) {
+		t.Errorf("token uses after a round trip = %+v", back.TokenUses)
 	}
 }
 
@@ -493,8 +503,9 @@ func TestRemeasureComparesTheSameRule(t *testing.T) {
 		if o := checks.Remeasure(small, checks.Config{}, f); o.Outcome != engine.Failed {
 			t.Errorf("24 px finding on the unchanged page: %+v; want failed", o)
 		}
-		nit := stored(t, checks.Run(enlarged, checks.Config{}), "#a", soft)
-		if o := checks.Remeasure(enlarged, checks.Config{}, nit); o.Outcome != engine.Failed {
+		strict := checks.Config{StrictTargets: true}
+		nit := stored(t, checks.Run(enlarged, strict), "#a", soft)
+		if o := checks.Remeasure(enlarged, strict, nit); o.Outcome != engine.Failed {
 			t.Errorf("44 px advice on the unchanged page: %+v; want failed", o)
 		}
 		if o := checks.Remeasure(small, checks.Config{}, nit); o.Outcome != engine.Failed {

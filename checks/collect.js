@@ -20,7 +20,7 @@
   const docW = Math.max(de.scrollWidth, body.scrollWidth), docH = Math.max(de.scrollHeight, body.scrollHeight);
   const out = {
     width: vw, height: vh, doc_width: docW, doc_height: docH,
-    elements: [], overlaps: [], root_vars: {}, fonts_failed: [], fonts_loaded: [], truncated: false,
+    elements: [], overlaps: [], token_uses: [], themes: [], fonts_failed: [], fonts_loaded: [], truncated: false,
     origin: location.origin === 'null' ? '' : location.origin,
   };
   const r1 = (v) => Math.round(v * 10) / 10;
@@ -139,28 +139,94 @@
     return r;
   };
 
-  try {
-    // --- :root custom properties (from the style sheets' :root/html rules
-    // and whatever the computed style enumerates).
-    const varNames = new Set();
-    const rootCS = getComputedStyle(de);
-    for (let i = 0; i < rootCS.length; i++) if (rootCS[i].startsWith('--')) varNames.add(rootCS[i]);
-    const scanRules = (rules, depth) => {
+  // --- design tokens by use: the custom properties the page's own rules use
+  // directly (a whole value, or var() not wrapped in calc(), rgb() or another
+  // function), filed by the property that uses them, among those defined in
+  // a theme scope (:root, html, body, or a class or attribute on them:
+  // .dark, [data-theme=x]). Values are read from the root and body as
+  // computed, so they are the theme the page shows; the other themes' scopes
+  // are listed, never mixed in. Colour-valued properties no rule uses are
+  // reported too, with no role (a palette).
+  const TOKEN_ROLES = [
+    [/^color$|^-webkit-text-fill-color$/, 'text'],
+    [/^background(-color)?$/, 'background'],
+    [/^(border|outline)(-(top|right|bottom|left|block|inline)(-(start|end))?)?(-color)?$/, 'border'],
+    [/^(fill|stroke)$/, 'icon'],
+    [/^(margin|padding)(-(top|right|bottom|left|block|inline)(-(start|end))?)?$|^(row-|column-|grid-)?gap$/, 'spacing'],
+    [/^font-size$/, 'font-size'],
+    [/^font-family$/, 'font-family'],
+    [/radius$/, 'radius'],
+  ];
+  const collectTokenUses = () => {
+    const uses = new Map(), defined = new Set(), scopes = new Map();
+    const themeScope = (sel) => sel.split(',').every((p) => /^\s*(:root|html|body)?((\.[-\w]+)|(\[[^\]]+\]))*\s*$/.test(p) && p.trim() !== '');
+    // directVars lists the var() names of a value that are not inside
+    // another function.
+    const directVars = (v) => {
+      const names = [];
+      const stack = [];
+      const re = /([-\w]*)\(|\)|--[-\w]+/g;
+      let m;
+      while ((m = re.exec(v))) {
+        if (m[0] === ')') { stack.pop(); continue; }
+        if (m[0].endsWith('(')) { stack.push(m[1].toLowerCase()); continue; }
+        if (stack.length && stack[stack.length - 1] === 'var' && stack.every((f) => f === 'var') && v[m.index - 1] === '(') names.push(m[0]);
+      }
+      return names;
+    };
+    const scan = (rules, media, depth) => {
       if (!rules || depth > 8) return;
       for (const rule of rules) {
-        if (rule.style && rule.selectorText && /(^|,)\s*(:root|html)\s*(,|$)/.test(rule.selectorText)) {
-          for (let i = 0; i < rule.style.length; i++) if (rule.style[i].startsWith('--')) varNames.add(rule.style[i]);
+        if (rule.media && rule.cssRules) { scan(rule.cssRules, rule.media.mediaText || media, depth + 1); continue; }
+        if (rule.styleSheet) { try { scan(rule.styleSheet.cssRules, media, depth + 1); } catch (_) { /* cross-origin */ } continue; }
+        if (rule.style && rule.selectorText) {
+          const st = rule.style;
+          let defines = false;
+          for (let i = 0; i < st.length; i++) {
+            const prop = st[i];
+            if (prop.startsWith('--')) { defines = true; if (themeScope(rule.selectorText)) defined.add(prop); }
+          }
+          if (defines && themeScope(rule.selectorText) && scopes.size < 24) {
+            const key = rule.selectorText.trim() + (media ? ' @media ' + media : '');
+            if (!scopes.has(key)) {
+              let active = false;
+              try { active = (de.matches(rule.selectorText) || body.matches(rule.selectorText)) && (!media || matchMedia(media).matches); } catch (_) { active = false; }
+              scopes.set(key, active);
+            }
+          }
+          for (const decl of st.cssText.split(';')) {
+            const k = decl.indexOf(':');
+            if (k < 0 || !decl.includes('var(')) continue;
+            const prop = decl.slice(0, k).trim().toLowerCase();
+            if (prop.startsWith('--')) continue;
+            const role = TOKEN_ROLES.find(([re]) => re.test(prop));
+            if (!role) continue;
+            for (const n of directVars(decl.slice(k + 1))) {
+              if (!uses.has(n)) uses.set(n, new Set());
+              uses.get(n).add(role[1]);
+            }
+          }
         }
-        if (rule.cssRules) scanRules(rule.cssRules, depth + 1);
+        if (rule.cssRules) scan(rule.cssRules, media, depth + 1);
       }
     };
-    for (const sheet of document.styleSheets) { try { scanRules(sheet.cssRules, 0); } catch (_) { /* cross-origin */ } }
-    let nv = 0;
-    for (const n of [...varNames].sort()) {
-      if (nv++ > 500) break;
-      const v = rootCS.getPropertyValue(n).trim();
-      if (v && v.length <= 300) out.root_vars[n] = v;
+    for (const sheet of document.styleSheets) { try { scan(sheet.cssRules, '', 0); } catch (_) { /* cross-origin */ } }
+    const rootCS = getComputedStyle(de), bodyCS = getComputedStyle(body);
+    // A theme-scope property no rule uses is kept only when its value is a
+    // colour (a palette entry: its value, not its name, says what it is).
+    for (const n of [...defined].sort()) {
+      if (out.token_uses.length >= 500) break;
+      const v = (bodyCS.getPropertyValue(n) || rootCS.getPropertyValue(n)).trim();
+      if (!v || v.length > 300) continue;
+      if (uses.has(n)) out.token_uses.push({ name: n, value: v, roles: [...uses.get(n)].sort() });
+      else if (CSS.supports('color', v)) out.token_uses.push({ name: n, value: v, roles: [] });
     }
+    for (const [scope, active] of scopes) out.themes.push({ scope, active });
+    out.root_font_size = parseFloat(rootCS.fontSize) || 16;
+  };
+
+  try {
+    collectTokenUses();
 
     // --- fonts: families with a face that failed and none that loaded.
     const failed = new Set(), loaded = new Set();
@@ -226,6 +292,29 @@
       return false;
     };
     const fontRoots = [];
+    // outOfTokenScope says why an element's colours, spacing and sizes are
+    // not the design system's to judge: code (syntax highlighting included)
+    // or content the user edits.
+    const CODE = new Set(['pre', 'code', 'kbd', 'samp', 'tt', 'var']);
+    const outOfTokenScope = (e, tag) => CODE.has(tag) ? 'code' : (e.isContentEditable || tag === 'textarea' ? 'editable' : '');
+    // inactive: disabled natively, by ARIA, or by a framework's .disabled
+    // class (on it or on an ancestor such as a pagination item).
+    const inactive = (e) => e.matches(':disabled') || !!e.closest('[aria-disabled="true"], .disabled, fieldset:disabled');
+    // hiddenByClipper: the point lies outside a clipping or scrolling
+    // ancestor's box, so what is there is scrolled out of view, not covered.
+    const hiddenByClipper = (e, x, y) => {
+      for (let a = e.parentElement; a && a !== body && a !== de; a = a.parentElement) {
+        const acs = getComputedStyle(a);
+        if (acs.overflowX === 'visible' && acs.overflowY === 'visible') continue;
+        const ar = a.getBoundingClientRect();
+        if (x < ar.left || x >= ar.right || y < ar.top || y >= ar.bottom) return true;
+      }
+      return false;
+    };
+    // emBox narrows a line box to its em box: a tall display font's content
+    // area reaches far past its glyphs, so neighbouring lines' boxes meet
+    // where the ink does not.
+    const emBox = (b, fs) => (fs && b.h > fs ? { x: b.x, y: b.y + (b.h - fs) / 2, w: b.w, h: fs } : b);
     // uaSizedControl: a native button or select whose size the browser
     // alone determines (WCAG 2.5.8's user-agent exception): native
     // appearance, and the page set none of its font size, padding, borders,
@@ -280,6 +369,8 @@
       if (ctx.clipY) rec.clip_y = true;
       if (ctx.transformed) rec.transformed = true;
       if (ctx.control >= 0) rec.in_control = ctx.control;
+      const oos = ctx.oos || outOfTokenScope(e, tag);
+      if (oos) rec.oos = oos;
       const anim = ctx.animated || animated.has(e);
       if (anim) rec.animated = true;
       if (opacity < 0.999) rec.opacity = r1(opacity * 1000) / 1000;
@@ -347,7 +438,7 @@
       const role = controlRole(e);
       if (role && ctx.control < 0) {
         const c = { role };
-        if (e.matches(':disabled') || e.getAttribute('aria-disabled') === 'true') c.disabled = true;
+        if (inactive(e)) c.disabled = true;
         if (cs.pointerEvents === 'none') c.no_pointer = true;
         if (role === 'link' && cs.display === 'inline' && inlineInText(e)) c.inline = true;
         if ((role === 'checkbox' || role === 'radio') && ref && cs.appearance !== 'none' && cs.width === ref.width && cs.height === ref.height) c.ua_sized = true;
@@ -404,15 +495,18 @@
       const child = {
         opacity,
         fixed: ctx.fixed || cs.position === 'fixed' || cs.position === 'sticky',
-        scroller: ctx.scroller || scrollX || scrollY,
-        clipX: ctx.clipX || clipX, clipY: ctx.clipY || clipY,
+        scroller: ctx.scroller || ((scrollX || scrollY) && e !== de && e !== body),
+        // The root's and body's overflow is the viewport's: what it hides
+        // past the phone's edge is cut off, not deliberately clipped.
+        clipX: ctx.clipX || (clipX && e !== de && e !== body), clipY: ctx.clipY || (clipY && e !== de && e !== body),
         transformed: ctx.transformed || cs.transform !== 'none',
         animated: anim,
         control: role && ctx.control < 0 ? i : ctx.control,
+        oos,
       };
       for (const c of e.children) visit(c, i, child, depth + 1);
     };
-    visit(de, -1, { opacity: 1, fixed: false, scroller: false, clipX: false, clipY: false, transformed: false, animated: false, control: -1 }, 0);
+    visit(de, -1, { opacity: 1, fixed: false, scroller: false, clipX: false, clipY: false, transformed: false, animated: false, control: -1, oos: '' }, 0);
 
     // Font probes: for each element that sets a font family, the first text
     // element inside it that renders with that family.
@@ -428,8 +522,10 @@
     // that intersect.
     const lines = [];
     for (const r of els) {
-      if (!r.text || r.fixed || r.animated || r.in_scroller || r.invisible || r.transformed) continue;
-      for (const b of r.text.rects) lines.push({ i: r.i, b });
+      // Text in a scroll container is a candidate too: the hit test below
+      // drops what its scroller hides.
+      if (!r.text || r.fixed || r.animated || r.invisible || r.transformed) continue;
+      for (const b of r.text.rects) lines.push({ i: r.i, b: emBox(b, r.font_size) });
     }
     lines.sort((a, b) => a.b.y - b.b.y || a.i - b.i);
     const pairArea = new Map();
@@ -558,7 +654,8 @@
         const el = nodeOf[j.r.i];
         const hit = document.elementFromPoint(px, py);
         const c = j.r.control;
-        if (modal && !modal.contains(el)) c.hit = 'modal';
+        if (hiddenByClipper(el, px, py)) c.hit = 'clipped';
+        else if (modal && !modal.contains(el)) c.hit = 'modal';
         else if (!hit) c.hit = 'none';
         else if (hit === el || el.contains(hit)) c.hit = 'self';
         else if (el.labels && [...el.labels].some((l) => l === hit || l.contains(hit))) c.hit = 'label';

@@ -3,6 +3,7 @@ package checks_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -10,8 +11,16 @@ import (
 	"github.com/bastion-mcp/bastion/engine"
 )
 
-const collectPage = `<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1"><style>
-:root { --color-brand: #2563eb; --space-4: 16px; }
+const collectPage = `<!doctype html><html class="light"><head><meta name="viewport" content="width=device-width, initial-scale=1"><style>
+:root { --color-brand: #2563eb; --space-4: 16px; --sidebar-resize-indicator-width: 8px; --unused: #ff0000; }
+.light { --muted: #666; }
+.dark { --muted: #eee; }
+@media (prefers-color-scheme: dark) { :root { --color-brand: #000; } }
+.brandy { color: var(--color-brand); border: 1px solid var(--color-brand); }
+.muted { color: var(--muted); }
+.pad2 { padding: var(--space-4) 0; }
+.twice { margin: calc(var(--space-4) * 2); }
+.resize { width: var(--sidebar-resize-indicator-width); }
 @font-face { font-family: "Gone Font"; src: url(/missing.woff2); }
 body { margin: 0; font-family: sans-serif; }
 .centered { width: 200px; margin: 0 auto; padding: 5%; }
@@ -29,6 +38,7 @@ body { margin: 0; font-family: sans-serif; }
 <p class="gone">Fallback text</p>
 <span class="sr">Screen reader only</span>
 <div aria-hidden="true"><p class="decor">Decorative</p></div>
+<pre><code><span class="hl">let x = 1;</span></code></pre>
 <ul><li class="twin">One</li><li class="twin">Two</li></ul>
 <button><svg width="10" height="10"></svg></button>
 </body></html>`
@@ -100,8 +110,30 @@ func TestCollect(t *testing.T) {
 	if a, b := s.Elements[len(s.Elements)-3].Selector, s.Elements[len(s.Elements)-2].Selector; a == b || a == "" {
 		t.Errorf("twin selectors %q and %q", a, b)
 	}
-	if s.RootVars["--color-brand"] != "#2563eb" || s.RootVars["--space-4"] != "16px" {
-		t.Errorf("root vars = %v", s.RootVars)
+	// Tokens by use: a colour used for text and borders, a length used for
+	// padding (not the one used inside calc(), nor the width), the active
+	// theme's value of a class-scoped property, and a colour no rule uses (a
+	// palette entry); never a length no rule uses for spacing.
+	uses := map[string]string{}
+	for _, u := range s.TokenUses {
+		uses[u.Name] = u.Value + " " + strings.Join(u.Roles, ",")
+	}
+	want := map[string]string{"--color-brand": "#2563eb border,text", "--muted": "#666 text", "--space-4": "16px spacing", "--unused": "#ff0000 "}
+	if !reflect.DeepEqual(uses, want) {
+		t.Errorf("token uses = %v; want %v", uses, want)
+	}
+	themes := map[string]bool{}
+	for _, th := range s.Themes {
+		themes[th.Scope] = th.Active
+	}
+	if !themes[":root"] || !themes[".light"] || themes[".dark"] || themes[":root @media (prefers-color-scheme: dark)"] || len(themes) != 4 {
+		t.Errorf("themes = %+v; want :root and .light active, .dark and the dark media query not", s.Themes)
+	}
+	if s.RootFontSize != 16 {
+		t.Errorf("root font size = %v; want 16", s.RootFontSize)
+	}
+	if hl := el("span.hl"); hl.OutOfScope != "code" {
+		t.Errorf("highlighted code span out of scope = %q; want code", hl.OutOfScope)
 	}
 	if len(s.FontsFailed) != 1 || s.FontsFailed[0] != "Gone Font" {
 		t.Errorf("fonts failed = %v; want [Gone Font]", s.FontsFailed)
@@ -130,7 +162,7 @@ func TestCollect(t *testing.T) {
 // element cap, marked truncated, and still judged.
 func TestCollectBounded(t *testing.T) {
 	var page strings.Builder
-	page.WriteString(`<!doctype html><html><head><meta name="viewport" content="width=device-width"></head><body>`)
+	page.WriteString(`<!doctype html><html class="light"><head><meta name="viewport" content="width=device-width"></head><body>`)
 	page.WriteString(strings.Repeat("<div>", 400) + "deep" + strings.Repeat("</div>", 400))
 	for i := range 6000 {
 		page.WriteString(`<p class="row">Row ` + strings.Repeat("x", i%7) + `</p>`)

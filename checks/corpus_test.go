@@ -125,7 +125,7 @@ func configFor(t testing.TB, c *corpus.Corpus, p corpus.Page, s *checks.Snapshot
 		}
 		return checks.Config{Tokens: set}
 	case "root":
-		return checks.Config{Tokens: tokens.FromCustomProperties(s.RootCustomProperties())}
+		return checks.Config{Tokens: s.PageTokens()}
 	}
 	return checks.Config{}
 }

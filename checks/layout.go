@@ -71,19 +71,33 @@ func (j *judge) viewportOverflow() {
 	}
 }
 
-// containerEscape: an in-flow element whose box extends past the nearest
-// visibly bounded ancestor (own background, border or shadow).
+// paints reports whether e draws something of its own where its box is: a
+// background, border or shadow, text, media or a control. A box that paints
+// nothing (a grid row whose negative gutter margins reach past its
+// container while its columns' padding keeps the content in) is judged by
+// what it holds, not by its own box.
+func paints(e *Element) bool {
+	switch e.Tag {
+	case "img", "svg", "video", "canvas", "picture", "object", "embed", "input", "select", "textarea", "button", "table", "hr":
+		return true
+	}
+	return e.Bounded || e.Text != nil || e.Control != nil || e.Image != nil
+}
+
+// containerEscape: an in-flow element that paints past the nearest visibly
+// bounded ancestor (own background, border or shadow).
 func (j *judge) containerEscape() {
 	vw := j.s.Width
+	ext, has := j.paintedExtents()
+	// An element escapes on a side by as far as both its box and what it
+	// paints reach past the container's.
 	escape := func(e, b *Element) (right, bottom, left float64) {
-		return e.Box.X + e.Box.W - (b.Box.X + b.Box.W), e.Box.Y + e.Box.H - (b.Box.Y + b.Box.H), b.Box.X - e.Box.X
+		x, o := ext[e.Index], e.Box
+		return math.Min(x.X+x.W, o.X+o.W) - (b.Box.X + b.Box.W), math.Min(x.Y+x.H, o.Y+o.H) - (b.Box.Y + b.Box.H), b.Box.X - math.Max(x.X, o.X)
 	}
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
-		if !shown(e) || e.Fixed || e.InScroller || e.Transformed || e.Transform || e.Offset || e.Tag == "html" || e.Tag == "body" {
-			continue
-		}
-		if e.Position != "static" && e.Position != "relative" {
+		if !has[i] || e.Fixed || e.InScroller || e.Transformed || e.Transform || e.Offset || e.Tag == "html" || e.Tag == "body" {
 			continue
 		}
 		if e.Box.X+e.Box.W > vw+edgeTolerance {
@@ -119,9 +133,8 @@ func (j *judge) containerEscape() {
 		if worst <= escapeMin {
 			continue
 		}
-		if p := j.el(e.Parent); p != b {
-			pr, pb, pl := escape(p, b)
-			if math.Max(pr, math.Max(pb, pl)) > escapeMin && shown(p) {
+		if p := j.el(e.Parent); p != b && has[p.Index] {
+			if pr, pb, pl := escape(p, b); math.Max(pr, math.Max(pb, pl)) > escapeMin {
 				continue // the parent escapes too: it is the outer offender
 			}
 		}
@@ -145,6 +158,51 @@ func (j *judge) containerEscape() {
 			Fix:   fmt.Sprintf("Let %s fit %s: give it max-width: 100%% or min-width: 0 (flex/grid items), allow wrapping (overflow-wrap: anywhere), or drop the fixed height on the container.", e.Selector, b.Selector),
 		})
 	}
+}
+
+// paintedExtents returns, for each element, the union of the boxes that
+// paint in its in-flow subtree (itself included), and whether there is any.
+// An element is judged by where it paints: a grid row's negative gutter
+// margins reach past its container, but its columns' padding keeps every
+// painted box inside, so the row does not escape.
+func (j *judge) paintedExtents() ([]engine.Rect, []bool) {
+	n := len(j.s.Elements)
+	ext, has := make([]engine.Rect, n), make([]bool, n)
+	for i := n - 1; i >= 0; i-- {
+		e := &j.s.Elements[i]
+		if !shown(e) || e.Position != "static" && e.Position != "relative" {
+			has[i] = false
+			continue
+		}
+		if paints(e) {
+			ext[i], has[i] = unionOf(ext[i], has[i], e.Box), true
+		}
+		if p := e.Parent; has[i] && p >= 0 && p < n {
+			ext[p], has[p] = unionOf(ext[p], has[p], clipTo(ext[i], e, &j.s.Elements[p])), true
+		}
+	}
+	return ext, has
+}
+
+// clipTo cuts x, the extent of e, to e's parent p on the axes p clips
+// (e's clip flags start at p).
+func clipTo(x engine.Rect, e, p *Element) engine.Rect {
+	if e.ClipX && !p.ClipX {
+		x0, x1 := math.Max(x.X, p.Box.X), math.Min(x.X+x.W, p.Box.X+p.Box.W)
+		x.X, x.W = x0, math.Max(0, x1-x0)
+	}
+	if e.ClipY && !p.ClipY {
+		y0, y1 := math.Max(x.Y, p.Box.Y), math.Min(x.Y+x.H, p.Box.Y+p.Box.H)
+		x.Y, x.H = y0, math.Max(0, y1-y0)
+	}
+	return x
+}
+
+func unionOf(a engine.Rect, ok bool, b engine.Rect) engine.Rect {
+	if !ok {
+		return b
+	}
+	return union([]engine.Rect{a, b})
 }
 
 // textClipped: text that an overflow:hidden/clip box cuts off, except

@@ -17,20 +17,26 @@ import (
 
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/tokens"
 )
 
 // Snapshot is everything measured in a page at one viewport. It is plain
 // data (JSON round-trips it), so every check is a pure function of it and a
 // saved snapshot can be re-judged without a browser.
 type Snapshot struct {
-	Viewport  engine.Viewport   `json:"viewport"`
-	Width     float64           `json:"width"`  // viewport, CSS px
-	Height    float64           `json:"height"` // viewport, CSS px
-	DocWidth  float64           `json:"doc_width"`
-	DocHeight float64           `json:"doc_height"`
-	Elements  []Element         `json:"elements"` // document order; Elements[i].Index == i
-	Overlaps  []Overlap         `json:"overlaps,omitempty"`
-	RootVars  map[string]string `json:"root_vars,omitempty"`
+	Viewport  engine.Viewport `json:"viewport"`
+	Width     float64         `json:"width"`  // viewport, CSS px
+	Height    float64         `json:"height"` // viewport, CSS px
+	DocWidth  float64         `json:"doc_width"`
+	DocHeight float64         `json:"doc_height"`
+	Elements  []Element       `json:"elements"` // document order; Elements[i].Index == i
+	Overlaps  []Overlap       `json:"overlaps,omitempty"`
+	// TokenUses are the custom properties the page's own rules use, by use
+	// (see tokens.Use); Themes the theme scopes its sheets define custom
+	// properties in; RootFontSize the root's computed font size (the rem).
+	TokenUses    []tokens.Use `json:"token_uses,omitempty"`
+	Themes       []Theme      `json:"themes,omitempty"`
+	RootFontSize float64      `json:"root_font_size,omitempty"`
 	// FontsFailed are web font families whose faces failed to load with no
 	// face of the same family loaded.
 	FontsFailed []string `json:"fonts_failed,omitempty"`
@@ -46,6 +52,14 @@ type Snapshot struct {
 	Origin string `json:"origin,omitempty"`
 }
 
+// Theme is one scope the page's sheets define custom properties in (":root",
+// ".dark", "[data-theme=\"light\"]", with " @media …" when a media query
+// guards it) and whether it applies to the page as captured.
+type Theme struct {
+	Scope  string `json:"scope"`
+	Active bool   `json:"active,omitempty"`
+}
+
 // Element is one rendered element the collector kept. Screen-reader-only,
 // aria-hidden, display:none, fully off-canvas and svg-internal elements are
 // never kept.
@@ -59,20 +73,24 @@ type Element struct {
 	Display  string      `json:"display"`
 	Position string      `json:"position"`
 
-	Invisible   bool    `json:"invisible,omitempty"`   // visibility is not visible
-	Fixed       bool    `json:"fixed,omitempty"`       // fixed or sticky, itself or an ancestor
-	InScroller  bool    `json:"in_scroller,omitempty"` // inside a scroll container
-	ClipX       bool    `json:"clip_x,omitempty"`      // an ancestor clips horizontal overflow
-	ClipY       bool    `json:"clip_y,omitempty"`
-	Transformed bool    `json:"transformed,omitempty"` // an ancestor is transformed
-	Transform   bool    `json:"transform,omitempty"`   // it is transformed itself
-	Offset      bool    `json:"offset,omitempty"`      // relatively positioned with an offset
-	Float       bool    `json:"float,omitempty"`
-	OwnClipX    bool    `json:"own_clip_x,omitempty"` // its own overflow-x is not visible
-	Animated    bool    `json:"animated,omitempty"`
-	InControl   *int    `json:"in_control,omitempty"` // index of the enclosing control
-	Opacity     float64 `json:"opacity,omitempty"`    // effective, when below 1
-	Bounded     bool    `json:"bounded,omitempty"`    // has a visible edge: own background, border, shadow
+	Invisible   bool `json:"invisible,omitempty"`   // visibility is not visible
+	Fixed       bool `json:"fixed,omitempty"`       // fixed or sticky, itself or an ancestor
+	InScroller  bool `json:"in_scroller,omitempty"` // inside a scroll container
+	ClipX       bool `json:"clip_x,omitempty"`      // an ancestor clips horizontal overflow
+	ClipY       bool `json:"clip_y,omitempty"`
+	Transformed bool `json:"transformed,omitempty"` // an ancestor is transformed
+	Transform   bool `json:"transform,omitempty"`   // it is transformed itself
+	Offset      bool `json:"offset,omitempty"`      // relatively positioned with an offset
+	Float       bool `json:"float,omitempty"`
+	OwnClipX    bool `json:"own_clip_x,omitempty"` // its own overflow-x is not visible
+	Animated    bool `json:"animated,omitempty"`
+	InControl   *int `json:"in_control,omitempty"` // index of the enclosing control
+	// OutOfScope says why the design tokens do not judge this element (it
+	// or an ancestor): "code" (pre, code, kbd, samp: syntax highlighting
+	// too) or "editable" (contenteditable, textarea: the user's content).
+	OutOfScope  string  `json:"oos,omitempty"`
+	Opacity     float64 `json:"opacity,omitempty"` // effective, when below 1
+	Bounded     bool    `json:"bounded,omitempty"` // has a visible edge: own background, border, shadow
 	FontSize    float64 `json:"font_size"`
 	RefFontSize float64 `json:"ref_font_size,omitempty"` // the unstyled element's size, when it differs
 	Heading     int     `json:"heading,omitempty"`       // 1..6 for h1..h6
@@ -113,13 +131,16 @@ type Layer struct {
 // Control is an interactive element.
 type Control struct {
 	Role      string       `json:"role"`
-	Disabled  bool         `json:"disabled,omitempty"`
+	Disabled  bool         `json:"disabled,omitempty"` // native, aria-disabled, or a framework's .disabled
 	NoPointer bool         `json:"no_pointer,omitempty"`
 	Inline    bool         `json:"inline,omitempty"`   // a link inside running text
 	UASized   bool         `json:"ua_sized,omitempty"` // a native control the browser alone sizes (WCAG 2.5.8 exception)
 	LabelBox  *engine.Rect `json:"label_box,omitempty"`
-	Hit       string       `json:"hit,omitempty"` // at the centre: self, label, ancestor, modal, other, none ("" untested)
-	HitBy     string       `json:"hit_by,omitempty"`
+	// Hit is what a click at the centre reaches: self, label, ancestor,
+	// modal, other, none, or clipped (the centre is scrolled or clipped out
+	// of an ancestor's view); "" when untested.
+	Hit   string `json:"hit,omitempty"`
+	HitBy string `json:"hit_by,omitempty"`
 }
 
 // Image is an img element's load state.
@@ -336,14 +357,10 @@ func axString(v *accessibility.Value) string {
 	return s
 }
 
-// RootCustomProperties returns the page's :root custom properties (names
-// with their leading "--").
-func (s *Snapshot) RootCustomProperties() map[string]string {
-	m := make(map[string]string, len(s.RootVars))
-	for k, v := range s.RootVars {
-		m[k] = v
-	}
-	return m
+// PageTokens returns the design tokens the page's own rules define and use
+// (tokens.FromUses), or nil when it has no token system.
+func (s *Snapshot) PageTokens() *tokens.Set {
+	return tokens.FromUses(s.TokenUses, s.RootFontSize)
 }
 
 // bySelector returns the element with selector sel, or nil.

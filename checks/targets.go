@@ -12,9 +12,6 @@ import (
 // inline-link exceptions and the user-agent-default exception) on mobile
 // and tablet; buttons under 44 px on mobile get an advisory nit (2.5.5).
 func (j *judge) tapTarget() {
-	if j.s.Viewport != engine.Mobile && j.s.Viewport != engine.Tablet {
-		return
-	}
 	type target struct {
 		e   *Element
 		box engine.Rect
@@ -40,7 +37,7 @@ func (j *judge) tapTarget() {
 		}
 		w, h := t.box.W, t.box.H
 		if !small(t.box) {
-			if j.s.Viewport == engine.Mobile && c.Role == "button" && math.Min(w, h) < comfyTarget-0.01 {
+			if j.cfg.StrictTargets && j.s.Viewport == engine.Mobile && c.Role == "button" && math.Min(w, h) < comfyTarget-0.01 {
 				j.add(engine.Finding{
 					Kind: KindTapTarget, Severity: engine.Nit, Advisory: true,
 					Title:       fmt.Sprintf("Button is %s × %s; 44 × 44 is comfortable on touch", px(w), px(h)),

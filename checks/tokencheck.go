@@ -17,9 +17,6 @@ import (
 // neutral and always allowed.
 func (j *judge) offTokenColor() {
 	ts := j.cfg.Tokens
-	if ts == nil || len(ts.Colors) == 0 {
-		return
-	}
 	var g groups
 	type data struct {
 		prop  string
@@ -29,7 +26,7 @@ func (j *judge) offTokenColor() {
 	}
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
-		if e.Invisible || e.Animated {
+		if e.Invisible || e.Animated || e.OutOfScope != "" {
 			continue
 		}
 		for _, prop := range []string{"color", "background-color", "border-color"} {
@@ -46,7 +43,7 @@ func (j *judge) offTokenColor() {
 			if !ok || d <= maxColorDeltaE {
 				continue
 			}
-			g.add(c.String(), e, data{prop, c, near, d})
+			g.add(prop+"|"+c.String(), e, data{prop, c, near, d})
 		}
 	}
 	g.each(func(gr *group) {
@@ -61,9 +58,74 @@ func (j *judge) offTokenColor() {
 			Description: fmt.Sprintf("The page sets %s: %s here; the nearest token, %s (%s), is ΔE2000 %.1f away (over %.0f is a visible difference).", d.prop, d.c.String(), d.near.Name, d.near.Color.String(), d.delta, maxColorDeltaE),
 			Selector:    gr.first.Selector, Box: gr.first.Box,
 			Facts: withAlso(engine.Facts{"property": d.prop, "value": d.c.String(), "nearest_token": d.near.Name, "nearest_value": d.near.Color.String(), "delta_e": d.delta}, gr),
-			Fix:   fmt.Sprintf("Use the token %s (%s) for %s instead of %s, or add the colour to the design tokens if it is intended.", d.near.Name, d.near.Color.String(), d.prop, d.c.String()),
+			Fix:   j.colorFix(gr.first, d.prop, d.c),
 		})
 	})
+}
+
+// colorRole is the token role a colour property plays.
+var colorRole = map[string]string{"color": tokens.RoleText, "background-color": tokens.RoleBackground, "border-color": tokens.RoleBorder}
+
+// colorFix proposes a token for e's prop that can only help: one the page
+// uses for the same role (text colours for text), and, where the element's
+// text and background were measured, one that keeps the text at the WCAG
+// contrast it needs (so it never contradicts a contrast finding on e). With
+// no such token it says so rather than propose a harmful one.
+func (j *judge) colorFix(e *Element, prop string, c tokens.Color) string {
+	need, fg, bg, measured := j.contrastPair(e)
+	best, bestD := tokens.ColorToken{}, math.Inf(1)
+	for _, t := range j.cfg.Tokens.ColorsFor(colorRole[prop]) {
+		if measured {
+			ok := true
+			switch prop {
+			case "color":
+				ok = tokens.Contrast(t.Color.Over(bg), bg) >= need
+			case "background-color":
+				ok = t.Color.Opaque() && tokens.Contrast(fg.Over(t.Color), t.Color) >= need
+			}
+			if !ok {
+				continue
+			}
+		}
+		if d := tokens.DeltaE2000(c, t.Color); d < bestD {
+			best, bestD = t, d
+		}
+	}
+	role := colorRole[prop]
+	if best.Name == "" {
+		why := ""
+		if measured && (prop == "color" || prop == "background-color") {
+			why = fmt.Sprintf(" that keeps this text at %.1f:1", need)
+		}
+		return fmt.Sprintf("No %s token the page uses%s is close: use the colour the design intends for %s (add it to the tokens if %s is intended).", role, why, prop, c.String())
+	}
+	check := ""
+	if !measured && (prop == "color" || prop == "background-color") {
+		check = " (its contrast here was not measured: check it)"
+	}
+	return fmt.Sprintf("Use the %s token %s (%s) for %s instead of %s%s, or add the colour to the design tokens if it is intended.", role, best.Name, best.Color.String(), prop, c.String(), check)
+}
+
+// contrastPair returns e's text colour and the one opaque colour measured
+// under it with the contrast its size needs, when both are known.
+func (j *judge) contrastPair(e *Element) (need float64, fg, bg tokens.Color, ok bool) {
+	t := e.Text
+	if t == nil || !t.Measured || t.BgUnknown != "" {
+		return 0, fg, bg, false
+	}
+	bgs, advisory, ok := composite(t.Bg)
+	if !ok || advisory || len(bgs) != 1 {
+		return 0, fg, bg, false
+	}
+	fg, ok = tokens.ParseColor(t.Color)
+	if !ok {
+		return 0, fg, bg, false
+	}
+	need = minContrast
+	if isLarge(e.FontSize, t.Weight) {
+		need = minContrastLarge
+	}
+	return need, fg, bgs[0], true
 }
 
 var spacingProps = []string{"margin-top", "margin-right", "margin-bottom", "margin-left", "padding-top", "padding-right", "padding-bottom", "padding-left", "row-gap", "column-gap"}
@@ -77,9 +139,6 @@ func setNumber(e *Element, prop string) (float64, bool) {
 // not on the spacing scale. Values of 2 px or less are optical nudges.
 func (j *judge) offScaleSpacing() {
 	ts := j.cfg.Tokens
-	if ts == nil || len(ts.Spacing) == 0 {
-		return
-	}
 	var g groups
 	type data struct {
 		prop string
@@ -88,7 +147,7 @@ func (j *judge) offScaleSpacing() {
 	}
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
-		if e.Invisible || e.Animated || e.Box.W == 0 && e.Box.H == 0 {
+		if e.Invisible || e.Animated || e.OutOfScope != "" || e.Box.W == 0 && e.Box.H == 0 {
 			continue
 		}
 		for _, prop := range spacingProps {

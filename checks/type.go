@@ -48,9 +48,6 @@ func (j *judge) rendered(e *Element) []Font {
 // stacks and that renders in a font outside them too. Code fonts are exempt.
 func (j *judge) offTokenFont() {
 	ts := j.cfg.Tokens
-	if ts == nil || len(ts.FontFamilies) == 0 {
-		return
-	}
 	failed := map[string]bool{}
 	for _, f := range j.s.FontsFailed {
 		failed[strings.ToLower(f)] = true
@@ -60,7 +57,7 @@ func (j *judge) offTokenFont() {
 		e := &j.s.Elements[i]
 		decl, _ := e.Set["font-family"].(string)
 		fonts := j.rendered(e)
-		if decl == "" || len(fonts) == 0 || e.Invisible {
+		if decl == "" || len(fonts) == 0 || e.Invisible || e.OutOfScope != "" {
 			continue
 		}
 		fams := tokens.SplitFamilies(decl)
@@ -125,7 +122,54 @@ func (j *judge) fontFallback() {
 	}
 }
 
-// typeScale: page-set font sizes off the token scale, text under 12 px on
+// offScaleText: text whose computed size is off the token scale. It judges
+// what readers see (an element's own text at its computed size, so a root
+// set to 62.5% for rem arithmetic is no finding) and blames the nearest
+// element whose CSS set the size. Code and user content are out of scope.
+func (j *judge) offScaleText() {
+	var g groups
+	for i := range j.s.Elements {
+		e := &j.s.Elements[i]
+		if e.Text == nil || !shown(e) || e.OutOfScope != "" {
+			continue
+		}
+		blame := e
+		for p := e; p != nil; p = j.el(p.Parent) {
+			if _, ok := p.Set["font-size"]; ok {
+				blame = p
+				break
+			}
+		}
+		if _, ok := blame.Set["font-size"]; !ok {
+			continue // the browser's default size, not the page's choice
+		}
+		size := e.FontSize
+		near, _ := tokens.NearestDimension(j.cfg.Tokens.FontSizes, size)
+		if math.Abs(near.Px-size) <= scaleTolerance {
+			continue
+		}
+		g.add(fmt.Sprintf("off|%g", size), blame, offSize{near, size})
+	}
+	g.each(func(gr *group) {
+		d := gr.data.(offSize)
+		near, size := d.near, d.size
+		j.add(engine.Finding{
+			Kind: KindTypeScale, Severity: engine.Nit,
+			Title:       fmt.Sprintf("Font size %s is off the type scale", px(size)),
+			Description: fmt.Sprintf("Text here renders at %s; the nearest size on the type scale is %s (%s).", px(size), near.Name, px(near.Px)),
+			Selector:    gr.first.Selector, Box: gr.first.Box,
+			Facts: withAlso(engine.Facts{"font_size_px": size, "nearest_token": near.Name, "nearest_px": near.Px}, gr),
+			Fix:   fmt.Sprintf("Use %s (%s) for %s.", near.Name, px(near.Px), gr.first.Selector),
+		})
+	})
+}
+
+type offSize struct {
+	near tokens.Dimension
+	size float64
+}
+
+// typeScale: text sizes off the token scale, text under 12 px on
 // mobile (blamed on the element that sets the size) and headings larger
 // than every heading of a higher level.
 func (j *judge) typeScale() {
@@ -137,33 +181,8 @@ func (j *judge) typeScale() {
 			}
 		}
 	}
-	if ts := j.cfg.Tokens; ts != nil && len(ts.FontSizes) > 0 {
-		var g groups
-		for i := range j.s.Elements {
-			e := &j.s.Elements[i]
-			v, ok := e.Set["font-size"].(string)
-			size, okl := tokens.ParseLength(v)
-			if !ok || !okl || !hasText[i] || e.Invisible {
-				continue
-			}
-			near, _ := tokens.NearestDimension(ts.FontSizes, size)
-			if math.Abs(near.Px-size) <= scaleTolerance {
-				continue
-			}
-			g.add(fmt.Sprintf("off|%g", size), e, near)
-		}
-		g.each(func(gr *group) {
-			near := gr.data.(tokens.Dimension)
-			size := gr.first.FontSize
-			j.add(engine.Finding{
-				Kind: KindTypeScale, Severity: engine.Nit,
-				Title:       fmt.Sprintf("Font size %s is off the type scale", px(size)),
-				Description: fmt.Sprintf("The page sets font-size: %s here; the nearest size on the type scale is %s (%s).", px(size), near.Name, px(near.Px)),
-				Selector:    gr.first.Selector, Box: gr.first.Box,
-				Facts: withAlso(engine.Facts{"font_size_px": size, "nearest_token": near.Name, "nearest_px": near.Px}, gr),
-				Fix:   fmt.Sprintf("Use %s (%s) for %s.", near.Name, px(near.Px), gr.first.Selector),
-			})
-		})
+	if offReason(j.s, j.cfg, scaleScope) == "" {
+		j.offScaleText()
 	}
 	if j.s.Viewport == engine.Mobile {
 		seen := map[string]bool{}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages bastion's real-part tests and demo use:
-# Debian's chromium and stable fonts. Idempotent; quiet when all is present.
+# Debian's chromium and stable fonts, and the documentation packages whose
+# HTML sites are the design review's real-world regression set
+# (engine/local/testdata/realworld). Idempotent; quiet when all is present.
 set -euo pipefail
 
 need=()
@@ -8,6 +10,16 @@ command -v chromium >/dev/null 2>&1 || [ -n "${BASTION_CHROME:-}" ] || need+=(ch
 [ -d /usr/share/fonts/truetype/noto ] || need+=(fonts-noto-core)
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
 [ -d /usr/share/fonts/truetype/liberation ] || need+=(fonts-liberation)
+# The real-world set: mdBook and rustdoc (rust-doc), Sphinx (python3-doc),
+# AsciiDoc (git-doc), SQLite's own (sqlite3-doc), Node.js's own (nodejs-doc),
+# DocBook (postgresql-doc-15) and Texinfo (gettext-doc).
+[ -d /usr/share/doc/rust-doc/html/book ] || need+=(rust-doc)
+[ -d /usr/share/doc/python3.11-doc/html ] || need+=(python3-doc)
+[ -f /usr/share/doc/git-doc/git-commit.html ] || need+=(git-doc)
+[ -f /usr/share/doc/sqlite3/quickstart.html ] || need+=(sqlite3-doc)
+[ -f /usr/share/doc/nodejs/api/path.html ] || need+=(nodejs-doc)
+[ -d /usr/share/doc/postgresql-doc-15/html ] || need+=(postgresql-doc-15)
+[ -f /usr/share/doc/gettext/gettext_1.html ] || need+=(gettext-doc)
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 
 if [ ${#need[@]} -eq 0 ]; then

@@ -1,11 +1,13 @@
-// Package tokens reads a design system's tokens (W3C DTCG JSON, or a page's
-// :root custom properties) into a Set the design checks compare against, and
+// Package tokens reads a design system's tokens (W3C DTCG JSON, or the
+// custom properties a page's own rules use, by what they are used for) into a
+// Set the design checks compare against, and
 // holds the colour math those checks need (CSS colour parsing, WCAG contrast,
 // CIEDE2000 ΔE).
 //
 // Invariants: parsing never panics on hostile input and fails with a typed
 // fault error (INVALID_ARGUMENT) that quotes where; every length in a Set is
-// in CSS pixels (rem and em count 16 px); a Set is not modified after it is
+// in CSS pixels (rem and em count 16 px in a file, the page's root size on a
+// page); a Set is not modified after it is
 // built, so it is safe for concurrent use.
 package tokens
 
@@ -30,10 +32,12 @@ type Set struct {
 	Breakpoints  []Dimension
 }
 
-// ColorToken is one named colour.
+// ColorToken is one named colour. Roles says what the page uses it for
+// (RoleText, RoleBackground, ...); nil means any role (a token file).
 type ColorToken struct {
 	Name  string
 	Color Color
+	Roles []string
 }
 
 // Dimension is one named length in CSS pixels.
@@ -209,7 +213,7 @@ func (s *Set) add(name, typ string, v any) error {
 		if err != nil {
 			return err
 		}
-		s.Colors = append(s.Colors, ColorToken{name, c})
+		s.Colors = append(s.Colors, ColorToken{Name: name, Color: c})
 	case "dimension", "fontSize", "spacing", "borderRadius", "sizing":
 		px, err := dimensionValue(v)
 		if err != nil {
@@ -387,16 +391,20 @@ func trunc(s string) string {
 
 // ParseLength parses a CSS length in px, rem or em (16 px each) or a bare
 // 0, reporting false for anything else.
-func ParseLength(s string) (float64, bool) {
+func ParseLength(s string) (float64, bool) { return ParseLengthRem(s, 16) }
+
+// ParseLengthRem is ParseLength with rem (and em) worth remPx: a page whose
+// root sets font-size: 62.5% has 10 px rems.
+func ParseLengthRem(s string, remPx float64) (float64, bool) {
 	s = strings.TrimSpace(strings.ToLower(s))
 	mult := 1.0
 	switch {
 	case strings.HasSuffix(s, "px"):
 		s = s[:len(s)-2]
 	case strings.HasSuffix(s, "rem"):
-		s, mult = s[:len(s)-3], 16
+		s, mult = s[:len(s)-3], remPx
 	case strings.HasSuffix(s, "em"):
-		s, mult = s[:len(s)-2], 16
+		s, mult = s[:len(s)-2], remPx
 	case s != "0":
 		return 0, false
 	}
@@ -417,57 +425,6 @@ func SplitFamilies(s string) []string {
 		}
 	}
 	return out
-}
-
-// FromCustomProperties builds a Set from a page's :root custom properties:
-// --color-*/--colour-*/--*-color colours, --space-*/--spacing-*/--gap-*
-// lengths, --font-size-*/--text-* sizes, --font-*/--font-family-* stacks,
-// --radius-* and --breakpoint-*. It returns nil when nothing is usable.
-func FromCustomProperties(m map[string]string) *Set {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	s := &Set{}
-	for _, k := range names {
-		v := strings.TrimSpace(m[k])
-		n := strings.ToLower(strings.TrimPrefix(k, "--"))
-		if v == "" || len(v) > 300 {
-			continue
-		}
-		switch {
-		case hasAny(n, "color", "colour", "bg", "fg", "brand", "surface", "ink", "accent", "primary", "neutral"):
-			if c, ok := ParseColor(v); ok {
-				s.Colors = append(s.Colors, ColorToken{k, c})
-			}
-		case hasAny(n, "font-size", "fontsize", "text-"):
-			if px, ok := ParseLength(v); ok {
-				s.FontSizes = append(s.FontSizes, Dimension{k, px})
-			}
-		case strings.HasPrefix(n, "font") && !hasAny(n, "weight", "size", "line"):
-			if fams := SplitFamilies(v); len(fams) > 0 {
-				s.FontFamilies = append(s.FontFamilies, FontFamily{k, fams})
-			}
-		case hasAny(n, "radius", "radii", "rounded"):
-			if px, ok := ParseLength(v); ok {
-				s.Radii = append(s.Radii, Dimension{k, px})
-			}
-		case hasAny(n, "breakpoint", "screen"):
-			if px, ok := ParseLength(v); ok {
-				s.Breakpoints = append(s.Breakpoints, Dimension{k, px})
-			}
-		case hasAny(n, "space", "spacing", "gap", "gutter", "size-"):
-			if px, ok := ParseLength(v); ok {
-				s.Spacing = append(s.Spacing, Dimension{k, px})
-			}
-		}
-	}
-	if s.empty() {
-		return nil
-	}
-	s.sort()
-	return s
 }
 
 func (s *Set) empty() bool {

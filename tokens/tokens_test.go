@@ -117,34 +117,45 @@ func TestParseColorObjectAndTypography(t *testing.T) {
 	}
 }
 
-func TestFromCustomProperties(t *testing.T) {
+func TestFromUses(t *testing.T) {
 	t.Parallel()
-	s := tokens.FromCustomProperties(map[string]string{
-		"--color-primary": "#2563eb",
-		"--bg":            "rgb(255, 255, 255)",
-		"--space-4":       "16px",
-		"--space-6":       "1.5rem",
-		"--font-size-lg":  "18px",
-		"--font-body":     `"Brand Sans", sans-serif`,
-		"--radius-md":     "8px",
-		"--breakpoint-md": "768px",
-		"--shadow-md":     "0 1px 2px black",
-		"--z-modal":       "100",
-	})
+	s := tokens.FromUses([]tokens.Use{
+		{Name: "--muted", Value: "#666", Roles: []string{tokens.RoleText}},
+		{Name: "--bg", Value: "rgb(255, 255, 255)", Roles: []string{tokens.RoleBackground, tokens.RoleText}},
+		{Name: "--line", Value: "#ddd", Roles: []string{tokens.RoleBorder}},
+		{Name: "--s1", Value: "0.4rem", Roles: []string{tokens.RoleSpacing}},
+		{Name: "--s2", Value: "0.8rem", Roles: []string{tokens.RoleSpacing}},
+		{Name: "--s3", Value: "16px", Roles: []string{tokens.RoleSpacing}},
+		// Its name says size, its use says width: not a spacing step.
+		{Name: "--sidebar-resize-indicator-width", Value: "8px", Roles: nil},
+		// One font size is not a type scale.
+		{Name: "--code-font-size", Value: "0.875em", Roles: []string{tokens.RoleFontSize}},
+		{Name: "--body", Value: `"Brand Sans", sans-serif`, Roles: []string{tokens.RoleFontFamily}},
+		{Name: "--channels", Value: "33, 37, 41", Roles: []string{tokens.RoleText}},
+		// A palette colour no rule uses: a colour token for no role.
+		{Name: "--purple", Value: "#9333ea"},
+	}, 10)
 	if s == nil {
-		t.Fatal("FromCustomProperties = nil")
+		t.Fatal("FromUses = nil")
 	}
-	if len(s.Colors) != 2 || len(s.Spacing) != 2 || len(s.FontSizes) != 1 || len(s.FontFamilies) != 1 || len(s.Radii) != 1 || len(s.Breakpoints) != 1 {
-		t.Errorf("set = %+v", s)
+	if len(s.Colors) != 4 || len(s.Spacing) != 3 || s.FontSizes != nil || len(s.FontFamilies) != 1 {
+		t.Fatalf("set = %+v", s)
 	}
-	if s.Spacing[1].Px != 24 {
-		t.Errorf("--space-6 = %v px; want 24", s.Spacing[1].Px)
+	if s.Spacing[0].Px != 4 || s.Spacing[1].Px != 8 {
+		t.Errorf("rem at a 10 px root: %+v", s.Spacing)
 	}
-	if got := tokens.FromCustomProperties(map[string]string{"--z-modal": "100", "--shadow": "none"}); got != nil {
-		t.Errorf("nothing usable gave %+v; want nil", got)
+	var text []string
+	for _, c := range s.ColorsFor(tokens.RoleText) {
+		text = append(text, c.Name)
 	}
-	if got := tokens.FromCustomProperties(nil); got != nil {
-		t.Errorf("nil map gave %+v; want nil", got)
+	if strings.Join(text, ",") != "--bg,--muted" {
+		t.Errorf("text colours = %v; want --bg and --muted (the border token is not one)", text)
+	}
+	if got := tokens.FromUses([]tokens.Use{{Name: "--only", Value: "#123456", Roles: []string{tokens.RoleText}}}, 16); got != nil {
+		t.Errorf("one colour gave %+v; want nil (no token system)", got)
+	}
+	if got := tokens.FromUses(nil, 0); got != nil {
+		t.Errorf("nil uses gave %+v; want nil", got)
 	}
 }
 

@@ -20,7 +20,7 @@ func remeasure(s *checks.Snapshot, set *tokens.Set, f engine.Finding) engine.Rec
 // CheckKinds lists every check kind the engine runs.
 func CheckKinds() []string { return checks.Kinds() }
 
-func checkKinds() []string { return checks.Kinds() }
-
-// tokenKinds are the checks that need design tokens.
-func tokenKinds() []string { return checks.TokenKinds() }
+// coverage is what the checks say they judge in s, and why not the rest.
+func coverage(s *checks.Snapshot, set *tokens.Set) ([]string, []engine.Skip) {
+	return checks.Coverage(s, checks.Config{Tokens: set})
+}

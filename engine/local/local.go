@@ -150,14 +150,14 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 			ViewportsReviewed:  []engine.Viewport{},
 		},
 	}
-	// Tokens: the file, else the first reviewed page's :root custom
-	// properties (a design system is site-wide), else none.
+	// Tokens: the file, else the custom properties the first reviewed
+	// page's rules use (a design system is site-wide), else none.
 	set, from := fileTokens, "file"
 	if set == nil {
 		from = "none"
 		for _, j := range jobs {
 			if j.err == nil && j.snap != nil {
-				if s := tokens.FromCustomProperties(j.snap.RootCustomProperties()); s != nil {
+				if s := j.snap.PageTokens(); s != nil {
 					set, from = s, "root_custom_properties"
 				}
 				break
@@ -165,8 +165,8 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 		}
 	}
 	res.TokensFrom = from
-	res.Coverage.ChecksRun, res.Coverage.ChecksOff = checkCoverage(set != nil)
 	cfg := set
+	var snaps []*checks.Snapshot
 
 	var raw []engine.Finding
 	reviewed := 0
@@ -183,6 +183,7 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 			continue
 		}
 		reviewed++
+		snaps = append(snaps, j.snap)
 		if !slices.Contains(res.Coverage.RoutesReviewed, j.route) {
 			res.Coverage.RoutesReviewed = append(res.Coverage.RoutesReviewed, j.route)
 		}
@@ -203,6 +204,7 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 			raw = append(raw, f)
 		}
 	}
+	res.Coverage.ChecksRun, res.Coverage.ChecksOff = checkCoverage(snaps, cfg)
 	slices.SortFunc(res.Coverage.ViewportsReviewed, func(a, b engine.Viewport) int {
 		return cmp.Compare(slices.Index(vps, a), slices.Index(vps, b))
 	})
@@ -339,15 +341,31 @@ func skipReason(err error, attempts int) string {
 	return msg
 }
 
-// checkCoverage lists the checks that ran and those that were off.
-func checkCoverage(haveTokens bool) (run []string, off []engine.Skip) {
+// checkCoverage merges what the checks report for each reviewed snapshot: a
+// check ran if it ran on any, and is off (with the first reason given) only
+// if it ran on none.
+func checkCoverage(snaps []*checks.Snapshot, set *tokens.Set) (run []string, off []engine.Skip) {
 	run = []string{}
-	for _, k := range checkKinds() {
-		if !haveTokens && slices.Contains(tokenKinds(), k) {
-			off = append(off, engine.Skip{What: k, Reason: "no design tokens: no token file was given and the page defines no usable :root custom properties"})
-			continue
+	reasons := map[string]string{}
+	var order []string
+	for _, s := range snaps {
+		r, o := coverage(s, set)
+		for _, k := range r {
+			if !slices.Contains(run, k) {
+				run = append(run, k)
+			}
 		}
-		run = append(run, k)
+		for _, x := range o {
+			if _, ok := reasons[x.What]; !ok {
+				reasons[x.What] = x.Reason
+				order = append(order, x.What)
+			}
+		}
+	}
+	for _, k := range order {
+		if !slices.Contains(run, k) {
+			off = append(off, engine.Skip{What: k, Reason: reasons[k]})
+		}
 	}
 	slices.Sort(run)
 	return run, off
@@ -444,7 +462,7 @@ func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engi
 		}
 		set := fileTokens
 		if set == nil {
-			set = tokens.FromCustomProperties(j.snap.RootCustomProperties())
+			set = j.snap.PageTokens()
 		}
 		o := remeasure(j.snap, set, f)
 		o.FindingID = f.ID
