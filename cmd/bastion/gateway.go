@@ -101,7 +101,8 @@ func runGateway(ctx context.Context, f gatewayFlags, stdout, stderr io.Writer) e
 		log.Info("bastion gateway: serving on stdio", "servers", len(cfg.Servers), "audit", g.Paths.AuditDir)
 		return g.NewServer(ctx, principal.Local()).Run(ctx, &mcp.StdioTransport{})
 	}
-	e, err := edge.New(edge.Options{Enabled: true, BindAddr: f.addr, Registry: g.Registry, Rejected: g.EdgeRejected, Logger: log}, g.NewServer)
+	e, err := edge.New(edge.Options{Enabled: true, BindAddr: f.addr, Registry: g.Registry, Rejected: g.EdgeRejected,
+		Ready: g.ReadyChecks(), Logger: log}, g.NewServer)
 	if err != nil {
 		return err
 	}
