@@ -189,7 +189,7 @@ func (a *absentServers) find(name string) (string, string, bool) {
 type routingGate struct{ l *Loop }
 
 func (g routingGate) Check(ctx context.Context, a *gateway.CallArgs) (gateway.Decision, error) {
-	d, err := gateway.RoutingGate{Router: router{g.l}}.Check(ctx, a)
+	d, err := gateway.RoutingGate{Router: router(g)}.Check(ctx, a)
 	if d.Allow || err != nil {
 		return d, err
 	}
