@@ -259,6 +259,9 @@ type State string
 
 // The states.
 const (
+	// Idle: a Conn whose tool calls need no session (Spec.Call) has not
+	// needed one yet; its supervisor has not connected.
+	Idle       State = "idle"
 	Starting   State = "starting"
 	Ready      State = "ready"
 	Restarting State = "restarting"
@@ -371,6 +374,9 @@ func New(ctx context.Context, spec Spec, deps Deps) (*Conn, error) {
 		fence:     newFence(),
 	}
 	c.health = Health{State: Starting, Since: time.Now()}
+	if spec.Call != nil {
+		c.health.State = Idle
+	}
 	var err error
 	switch spec.Kind {
 	case Stdio:
@@ -501,6 +507,11 @@ func (c *Conn) supervise(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+		c.mu.Lock()
+		if c.health.State == Idle {
+			c.setStateLocked(Starting, nil)
+		}
+		c.mu.Unlock()
 	}
 	fails := 0
 	first := true
