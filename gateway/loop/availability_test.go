@@ -136,3 +136,41 @@ func install(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestLateUpstreamKeepsNoName: an unprefixed upstream that connects after
+// start-up never takes over a name another upstream already serves, even
+// though its key sorts first (the order that decides collisions at start).
+func TestLateUpstreamKeepsNoName(t *testing.T) {
+	t.Parallel()
+	late := filepath.Join(t.TempDir(), "late-mcp")
+	b := setup(t, `
+[server.a]
+kind = "stdio"
+command = "`+late+`"
+unprefixed = true
+env = { MARK = "late" }
+
+[server.b]
+kind = "stdio"
+command = "%BIN%"
+unprefixed = true
+env = { MARK = "first" }
+
+[[policy.rule]]
+name = "all"
+action = "allow"
+match = ["a__*", "b__*"]
+`, setupOpts{})
+	changed := make(chan struct{}, 1)
+	cs := b.connect(t, alice, clientOpts{changed: changed})
+	if got, isErr := call(t, cs, "env", map[string]any{"names": []string{"MARK"}}); isErr || !strings.Contains(got, "MARK=first") {
+		t.Fatalf("env before = %q", got)
+	}
+	install(t, nativeBin, late)
+	for b.loop.Available("a") != nil {
+		waitFor(t, changed, "tools/list_changed after a connected")
+	}
+	if got, isErr := call(t, cs, "env", map[string]any{"names": []string{"MARK"}}); isErr || !strings.Contains(got, "MARK=first") {
+		t.Fatalf("env after the late upstream connected = %q; the first owner must keep the name", got)
+	}
+}
