@@ -78,6 +78,11 @@ func setup(t *testing.T, toml string, o setupOpts) *bundle {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	if cfg.Gateway.StartupWait == 0 {
+		// Tests expect every upstream that can start to be listed at New,
+		// however loaded the machine (the default bound is for operators).
+		cfg.Gateway.StartupWait = config.Duration(30 * time.Second)
+	}
 	dir := t.TempDir()
 	led, err := audit.Open(dir, audit.Options{CheckpointInterval: -1})
 	if err != nil {
