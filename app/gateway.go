@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/bastion-mcp/bastion/audit"
+	"github.com/bastion-mcp/bastion/edge"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/loop"
@@ -86,6 +89,7 @@ type Gateway struct {
 	Paths    GatewayPaths
 	Registry *prometheus.Registry
 
+	cfg    *config.File
 	log    *slog.Logger
 	review *App // opened by OpenGateway, closed by Close; nil otherwise
 }
@@ -115,7 +119,7 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{Paths: paths, Registry: o.Registry, log: log}
+	g := &Gateway{Paths: paths, Registry: o.Registry, cfg: cfg, log: log}
 	if g.Registry == nil {
 		g.Registry = prometheus.NewRegistry()
 	}
@@ -187,6 +191,29 @@ func inProcess(a *App) func(context.Context, principal.Principal) (mcp.Transport
 	return func(ctx context.Context, p principal.Principal) (mcp.Transport, error) {
 		return upstream.ServeInProcess(ctx, a.MCPServer(p))
 	}
+}
+
+// ReadyChecks are the gateway's /readyz checks. "ledger" fails while the
+// audit ledger cannot write (governed calls are then refused, not
+// forwarded) and passes again once it has recovered by itself. Then one
+// check per configured upstream, "upstream:NAME", failing while that
+// upstream is unavailable: a required upstream's failure makes the server
+// not ready (503); an optional one's ([server.NAME] optional = true) leaves
+// it ready with status "degraded". Either way the gateway serves the
+// upstreams that are up.
+func (g *Gateway) ReadyChecks() []edge.Check {
+	out := []edge.Check{{Name: "ledger", Check: func(context.Context) error { return g.Ledger.Err() }}}
+	if g.cfg == nil {
+		return out
+	}
+	for _, name := range slices.Sorted(maps.Keys(g.cfg.Servers)) {
+		out = append(out, edge.Check{
+			Name:     "upstream:" + name,
+			Check:    func(context.Context) error { return g.Loop.Available(name) },
+			Degrades: g.cfg.Servers[name].Optional,
+		})
+	}
+	return out
 }
 
 // NewServer returns a fresh gateway server for one client acting as p; it

@@ -192,9 +192,9 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 	newServer := func(_ context.Context, p principal.Principal) *mcp.Server { return a.MCPServer(p) }
 	if g != nil {
 		newServer = g.NewServer
+		o.Ready = append(o.Ready, g.ReadyChecks()...)
 		o.Registry = g.Registry
 		o.Rejected = g.EdgeRejected
-		o.Ready = append(o.Ready, g.ReadyChecks()...)
 	}
 	e, err := edge.New(o, newServer)
 	if err != nil {

@@ -57,6 +57,10 @@ const (
 type Check struct {
 	Name  string
 	Check func(ctx context.Context) error
+	// Degrades marks a check whose failure leaves the server ready (200,
+	// status "degraded") instead of not ready (503): a part the server
+	// serves without, such as an optional gateway upstream.
+	Degrades bool
 }
 
 // Options configure an Edge. The zero value of each field means its default;
@@ -273,19 +277,23 @@ func (e *Edge) serveReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
 	checks := make(map[string]string, len(e.opts.Ready))
-	ok := !e.draining.Load()
+	ok, degraded := !e.draining.Load(), false
 	for _, c := range e.opts.Ready {
 		if err := c.Check(ctx); err != nil {
-			e.log.Warn("edge: readiness check failed", "check", c.Name, "err", err)
+			e.log.Warn("edge: readiness check failed", "check", c.Name, "degrades", c.Degrades, "err", err)
 			checks[c.Name] = "fail"
-			ok = false
+			degraded = true
+			ok = ok && c.Degrades
 			continue
 		}
 		checks[c.Name] = "ok"
 	}
 	status, code := "ok", http.StatusOK
-	if !ok {
+	switch {
+	case !ok:
 		status, code = "not_ready", http.StatusServiceUnavailable
+	case degraded:
+		status = "degraded"
 	}
 	writeJSON(w, code, map[string]any{"status": status, "checks": checks, "sessions": e.sessions.count()})
 }

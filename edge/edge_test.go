@@ -406,6 +406,28 @@ func TestReadyz(t *testing.T) {
 	}
 }
 
+// TestReadyzDegraded: a failing check marked Degrades leaves the server
+// ready (200, status "degraded") and names the check; a failing check
+// without it still makes the server not ready.
+func TestReadyzDegraded(t *testing.T) {
+	t.Parallel()
+	down := func(context.Context) error { return fmt.Errorf("upstream files is unavailable") }
+	b := setup(t, func(o *Options) {
+		o.Ready = []Check{{Name: "upstream:files", Check: down, Degrades: true}, {Name: "store", Check: func(context.Context) error { return nil }}}
+	})
+	got := b.both(t, req{method: "GET", path: "/readyz"})
+	if got.status != 200 || !strings.Contains(got.body, `"status":"degraded"`) || !strings.Contains(got.body, `"upstream:files":"fail"`) {
+		t.Errorf("degraded: %d %q", got.status, got.body)
+	}
+	b = setup(t, func(o *Options) {
+		o.Ready = []Check{{Name: "upstream:files", Check: down, Degrades: true}, {Name: "upstream:db", Check: down}}
+	})
+	got = b.both(t, req{method: "GET", path: "/readyz"})
+	if got.status != 503 || !strings.Contains(got.body, `"status":"not_ready"`) || !strings.Contains(got.body, `"upstream:db":"fail"`) {
+		t.Errorf("a required check failing: %d %q", got.status, got.body)
+	}
+}
+
 func TestMetadataPassthrough(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(o *Options) {

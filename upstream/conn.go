@@ -156,6 +156,13 @@ const (
 	// Reconnected: a new session replaced one that ended; everything the
 	// gateway learned from the old one (tools, pins) must be re-checked.
 	Reconnected
+	// Connected: the Conn's first session is ready (every later one is
+	// Reconnected). A gateway that stopped waiting for it at start-up
+	// lists it now.
+	Connected
+	// Down: the live session ended; calls wait for its replacement (within
+	// ConnectTimeout) while the supervisor restarts it with backoff.
+	Down
 )
 
 func (c Change) String() string {
@@ -168,6 +175,10 @@ func (c Change) String() string {
 		return "resources_changed"
 	case Reconnected:
 		return "reconnected"
+	case Connected:
+		return "connected"
+	case Down:
+		return "down"
 	}
 	return "change(" + strconv.Itoa(int(c)) + ")"
 }
@@ -248,6 +259,9 @@ type State string
 
 // The states.
 const (
+	// Idle: a Conn whose tool calls need no session (Spec.Call) has not
+	// needed one yet; its supervisor has not connected.
+	Idle       State = "idle"
 	Starting   State = "starting"
 	Ready      State = "ready"
 	Restarting State = "restarting"
@@ -285,6 +299,10 @@ type Conn struct {
 	// Nil when the supervisor connects at once.
 	wanted     chan struct{}
 	wantedOnce sync.Once
+	// attempted is closed when the first start attempt has finished;
+	// firstErr, written before, is its error or nil.
+	attempted chan struct{}
+	firstErr  error
 
 	mu     sync.Mutex
 	sess   *mcp.ClientSession // the live session, or nil
@@ -344,17 +362,21 @@ func New(ctx context.Context, spec Spec, deps Deps) (*Conn, error) {
 		spec.ProtocolVersion = DefaultProtocolVersion
 	}
 	c := &Conn{
-		spec:  spec,
-		deps:  deps,
-		log:   deps.Logger.With(slog.String("upstream", spec.Name), slog.String("kind", string(spec.Kind))),
-		done:  make(chan struct{}),
-		ready: make(chan struct{}),
-		calls: map[*mcp.ClientSession]map[uint64]Downstream{},
-		prog:  map[string]progressRoute{},
-		lost:  map[*mcp.ClientSession]error{},
-		fence: newFence(),
+		spec:      spec,
+		deps:      deps,
+		log:       deps.Logger.With(slog.String("upstream", spec.Name), slog.String("kind", string(spec.Kind))),
+		done:      make(chan struct{}),
+		ready:     make(chan struct{}),
+		attempted: make(chan struct{}),
+		calls:     map[*mcp.ClientSession]map[uint64]Downstream{},
+		prog:      map[string]progressRoute{},
+		lost:      map[*mcp.ClientSession]error{},
+		fence:     newFence(),
 	}
 	c.health = Health{State: Starting, Since: time.Now()}
+	if spec.Call != nil {
+		c.health.State = Idle
+	}
 	var err error
 	switch spec.Kind {
 	case Stdio:
@@ -472,18 +494,35 @@ func (c *Conn) setStateLocked(s State, err error) {
 // end, back off, reconnect.
 func (c *Conn) supervise(ctx context.Context) {
 	defer close(c.done)
+	tried := false
+	defer func() {
+		if !tried { // closed before any attempt
+			c.firstErr = ErrClosed
+			close(c.attempted)
+		}
+	}()
 	if c.wanted != nil {
 		select {
 		case <-c.wanted:
 		case <-ctx.Done():
 			return
 		}
+		c.mu.Lock()
+		if c.health.State == Idle {
+			c.setStateLocked(Starting, nil)
+		}
+		c.mu.Unlock()
 	}
 	fails := 0
 	first := true
 	for ctx.Err() == nil {
 		start := time.Now()
 		sess, err := c.connect(ctx)
+		if !tried {
+			tried = true
+			c.firstErr = err
+			close(c.attempted)
+		}
 		if err == nil {
 			took := time.Since(start)
 			if !c.publish(sess, took) {
@@ -491,7 +530,9 @@ func (c *Conn) supervise(ctx context.Context) {
 				return
 			}
 			c.log.LogAttrs(ctx, slog.LevelInfo, "upstream ready", slog.Duration("connect", took), slog.Bool("restart", !first))
-			if !first {
+			if first {
+				c.changed(ctx, Connected)
+			} else {
 				c.changed(ctx, Reconnected)
 			}
 			first = false
@@ -500,6 +541,9 @@ func (c *Conn) supervise(ctx context.Context) {
 				err = errors.New("session ended")
 			}
 			c.unpublish(sess, err)
+			if ctx.Err() == nil {
+				c.changed(ctx, Down)
+			}
 			if time.Since(start) > c.backoffMax() {
 				fails = 0 // it was healthy for a while: start the backoff over
 			}
@@ -618,17 +662,43 @@ func (c *Conn) Session(ctx context.Context) (*mcp.ClientSession, error) {
 			c.mu.Unlock()
 			return s, nil
 		}
-		ready, last := c.ready, c.health.LastError
+		ready := c.ready
 		c.mu.Unlock()
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			cause := errors.Join(ErrUnavailable, ctx.Err())
-			if last != "" {
-				cause = errors.Join(cause, errors.New(last))
-			}
-			return nil, fault.Wrap(cause, fault.UpstreamUnavailable, "upstream %s is not available", c.spec.Name).WithNext(fault.Wait)
+			return nil, c.unavailable(ctx.Err())
 		}
+	}
+}
+
+// unavailable is the error of a wait for a session that ended with err,
+// naming the last start error when there is one.
+func (c *Conn) unavailable(err error) error {
+	cause := errors.Join(ErrUnavailable, err)
+	if last := c.Health().LastError; last != "" {
+		cause = errors.Join(cause, errors.New(last))
+	}
+	return fault.Wrap(cause, fault.UpstreamUnavailable, "upstream %s is not available", c.spec.Name).WithNext(fault.Wait)
+}
+
+// WaitFirst waits within ctx for the outcome of the Conn's first start
+// attempt: nil once a session was made, else why the attempt failed (the
+// supervisor goes on retrying with backoff) or ctx's error. It lets a
+// gateway stop waiting at start-up for an upstream that is down now rather
+// than merely slow.
+func (c *Conn) WaitFirst(ctx context.Context) error {
+	if c.wanted != nil {
+		c.wantedOnce.Do(func() { close(c.wanted) })
+	}
+	select {
+	case <-c.attempted:
+		if c.firstErr != nil {
+			return fault.Wrap(errors.Join(ErrUnavailable, c.firstErr), fault.UpstreamUnavailable, "upstream %s is not available: %v", c.spec.Name, c.firstErr).WithNext(fault.Wait)
+		}
+		return nil
+	case <-ctx.Done():
+		return c.unavailable(ctx.Err())
 	}
 }
 

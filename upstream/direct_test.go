@@ -58,10 +58,9 @@ func TestCallDirect(t *testing.T) {
 	if _, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "map"}}); err != nil || gotArgs != `{"text":"map"}` {
 		t.Errorf("map arguments reached the handler as %s (%v)", gotArgs, err)
 	}
-	// A supervisor that connected at once would have dialed by now.
-	time.Sleep(200 * time.Millisecond)
-	if n := dials.Load(); n != 0 {
-		t.Errorf("calls alone opened %d sessions; want none until something needs one", n)
+	// Calls alone leave the Conn idle: its supervisor waits for a need.
+	if h, n := c.Health(), dials.Load(); h.State != upstream.Idle || n != 0 {
+		t.Errorf("after calls alone: state %s, %d sessions; want idle with none until something needs one", h.State, n)
 	}
 	// Listing still goes over the session.
 	tools, err := c.Tools(ctx)
@@ -134,7 +133,11 @@ func TestCallDirectCloseUnused(t *testing.T) {
 	if _, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // a supervisor that connected at once would have dialed by now
+	if h := c.Health(); h.State != upstream.Idle {
+		t.Errorf("state %s after calls alone, want idle", h.State)
+	}
+	// Close waits for the supervisor to exit, so a dial it made has been
+	// reported (Connect fails the test) by the time Close returns.
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close() }()
 	select {

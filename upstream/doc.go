@@ -29,8 +29,12 @@
 //   - A session that ends (a crash, a trap, a dropped stream) is replaced by
 //     the supervisor; Session waits for the replacement within the caller's
 //     deadline, so callers see a transparent re-initialization. Events
-//     reports each reconnection so the gateway re-lists tools and re-checks
-//     pins.
+//     reports the first session (Connected), each session that ends (Down)
+//     and each reconnection, so the gateway hides an upstream that is down,
+//     re-lists its tools and re-checks pins. WaitFirst reports the first
+//     start attempt's outcome, so start-up need not wait for an upstream
+//     that is down rather than slow; Preflight says, without starting it,
+//     why an upstream could not start on this machine.
 //
 // # Routing server-to-client requests
 //

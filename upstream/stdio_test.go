@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -281,4 +282,51 @@ func procs(t testing.TB) []proc {
 		out = append(out, proc{pid: pid, ppid: ppid, comm: s[i+1 : j], state: f[0]})
 	}
 	return out
+}
+
+// TestStdioCommandAppears: a Conn whose command does not exist reports its
+// first attempt's failure through WaitFirst (at once, not at a deadline)
+// and Preflight, keeps retrying with backoff, and announces Connected when
+// the command starts to exist, then Down when its session ends.
+func TestStdioCommandAppears(t *testing.T) {
+	t.Parallel()
+	needBuild(t)
+	cmd := filepath.Join(t.TempDir(), "appears")
+	spec := upstream.Spec{Name: "stdio-appears", Kind: upstream.Stdio, Command: cmd, StopGrace: 500 * time.Millisecond}
+	if err := upstream.Preflight(spec, nil); err == nil || !strings.Contains(err.Error(), cmd) {
+		t.Fatalf("Preflight = %v, want the missing command named", err)
+	}
+	ev := newEvents()
+	c, err := upstream.New(context.Background(), spec, upstream.Deps{Events: ev, Backoff: upstream.Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitFirst(ctx); !errors.Is(err, upstream.ErrUnavailable) || ctx.Err() != nil || !strings.Contains(err.Error(), cmd) {
+		t.Fatalf("WaitFirst = %v (ctx %v), want the first attempt's failure naming the command", err, ctx.Err())
+	}
+	b, err := os.ReadFile(nativeBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cmd+".tmp", b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(cmd+".tmp", cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := upstream.Preflight(spec, nil); err != nil {
+		t.Fatalf("Preflight once installed = %v", err)
+	}
+	ev.wait(t, upstream.Connected)
+	if got := mustCall(t, c, "echo", map[string]any{"text": "here"}); got != "here" {
+		t.Fatalf("echo = %q", got)
+	}
+	if _, err := call(ctx, t, c, "crash", map[string]any{"code": 3}); !errors.Is(err, upstream.ErrLost) {
+		t.Fatalf("crash: err = %v, want ErrLost", err)
+	}
+	ev.wait(t, upstream.Down)
+	ev.wait(t, upstream.Reconnected)
 }

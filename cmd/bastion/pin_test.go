@@ -108,7 +108,12 @@ func TestPinApproveCLI(t *testing.T) {
 	cfg := filepath.Join(dir, "bastion.toml")
 	// No [pins] table: the pins file defaults to pins.json beside the
 	// audit directory.
+	// startup_wait is generous: the test lists fx's tools right after
+	// start, however loaded the machine.
 	if err := os.WriteFile(cfg, []byte(`
+[gateway]
+startup_wait = "60s"
+
 [server.fx]
 kind = "stdio"
 command = "`+bin+`"

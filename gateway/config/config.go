@@ -32,6 +32,7 @@ import (
 //	[gateway]
 //	profile = "readonly"          # active gateway-wide profile (optional)
 //	timeout = "30s"               # default per-call upstream timeout
+//	startup_wait = "5s"           # how long start-up waits for upstreams
 //
 //	[server.github]
 //	kind = "stdio"                # review | stdio | http | sse | wasm
@@ -40,6 +41,7 @@ import (
 //	env = { GITHUB_TOKEN = "env:GH_TOKEN" }   # literal, env:NAME or file:PATH
 //	namespace = "gh"              # client-facing prefix, default the server key
 //	tools = ["create_issue"]      # tools this server is expected to offer (for validate)
+//	optional = true               # the gateway is ready without it (default false)
 //
 //	[[policy.rule]]
 //	name = "no-delete-prod"
@@ -85,6 +87,24 @@ type Gateway struct {
 	// Timeout is the default per-call upstream timeout; zero means
 	// DefaultTimeout (there is no "no timeout").
 	Timeout Duration `toml:"timeout"`
+	// StartupWait bounds how long start-up waits for the upstreams' first
+	// sessions before serving the ones that are up; zero means
+	// DefaultStartupWait. An upstream not up by then is served once it
+	// connects (clients get tools/list_changed).
+	StartupWait Duration `toml:"startup_wait"`
+}
+
+// DefaultStartupWait is how long start-up waits for upstreams by default:
+// long enough for a child process to start on a loaded machine, short
+// enough that one broken upstream delays the others only briefly.
+const DefaultStartupWait = 5 * time.Second
+
+// StartupWaitOr returns [gateway] startup_wait, else DefaultStartupWait.
+func (f *File) StartupWaitOr() time.Duration {
+	if f.Gateway.StartupWait > 0 {
+		return time.Duration(f.Gateway.StartupWait)
+	}
+	return DefaultStartupWait
 }
 
 // DefaultTimeout bounds a call when neither the gateway nor the server sets
@@ -119,6 +139,12 @@ type Server struct {
 	Tools []string `toml:"tools"`
 	// Timeout overrides the gateway's per-call timeout.
 	Timeout Duration `toml:"timeout"`
+	// Optional marks a server the gateway is complete without: while it is
+	// unavailable /readyz stays ready (status "degraded", naming it) and
+	// `bastion validate` warns instead of failing. Either way the gateway
+	// serves the servers that are up, hides this one's tools and refuses
+	// calls to it until it connects.
+	Optional bool `toml:"optional"`
 	// Protocol is the MCP revision offered to the server: "2025-11-25"
 	// (the default) or "2026-07-28". An http or in-process server also gets
 	// a 2026-07-28 session beside its default one, for clients on that

@@ -31,6 +31,15 @@ func TestLoadGood(t *testing.T) {
 	if got, want := f.TimeoutOr(gh), 20*time.Second; got != want {
 		t.Errorf("github timeout = %v, want %v", got, want)
 	}
+	if got, want := f.StartupWaitOr(), 3*time.Second; got != want {
+		t.Errorf("startup wait = %v, want %v", got, want)
+	}
+	if !gh.Optional || f.Servers["review"].Optional {
+		t.Errorf("optional: github %v, review %v; want true, false", gh.Optional, f.Servers["review"].Optional)
+	}
+	if got, want := (&File{}).StartupWaitOr(), DefaultStartupWait; got != want {
+		t.Errorf("default startup wait = %v, want %v", got, want)
+	}
 	if got, want := f.RateLimit.Global.Rate, 200.0; got != want { // a TOML integer into a float field
 		t.Errorf("global rate = %v, want %v", got, want)
 	}

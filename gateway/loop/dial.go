@@ -51,8 +51,9 @@ func Spec(f *config.File, name string, connect func(context.Context) (mcp.Transp
 	return spec, nil
 }
 
-// StandardDialer opens each configured server with upstream.New and waits
-// for its first session. inProcess supplies the transports of in-process
+// StandardDialer opens each configured server with upstream.New, whose
+// supervisor connects in the background (Conn.WaitFirst or Session wait for
+// it). inProcess supplies the transports of in-process
 // servers by key (the review server); base holds the shared dependencies
 // (logger, egress guard, Wasm cache, backoff); its Events is replaced.
 func StandardDialer(f *config.File, base upstream.Deps, inProcess map[string]func(context.Context) (mcp.Transport, error)) Dialer {
@@ -66,19 +67,6 @@ func StandardDialer(f *config.File, base upstream.Deps, inProcess map[string]fun
 		if f.Servers[name].AllowPrivate && deps.Guard != nil {
 			deps.Guard = deps.Guard.WithPrivate()
 		}
-		c, err := upstream.New(ctx, spec, deps)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := c.Session(ctx); err != nil {
-			last := c.Health().LastError
-			c.Close()
-			if last == "" {
-				// No attempt has failed: the first is still under way.
-				return nil, fmt.Errorf("first session: %w (its first attempt had not finished)", err)
-			}
-			return nil, fmt.Errorf("first session: %w (last error: %s)", err, last)
-		}
-		return c, nil
+		return upstream.New(ctx, spec, deps)
 	}
 }

@@ -126,7 +126,11 @@ match = ["t__*"]
 	}
 	call(t, a, "t__crash", map[string]any{"code": 1}) // the child exits; the supervisor restarts it
 
-	waitFor(t, changed, "tools/list_changed after the rug pull")
+	// While the child restarts its tools are hidden (list_changed); once it
+	// is back, its tools are listed again except the drifted one.
+	waitTools(t, a, changed, "the restart after the rug pull", func(names []string) bool {
+		return slices.Contains(names, "t__crash")
+	})
 	if names := toolNames(t, a); slices.Contains(names, "t__echo") {
 		t.Fatalf("drifted tool still listed: %v", names)
 	}

@@ -40,6 +40,12 @@
 //   - A server in Deps.ForPrincipal is called as the caller: over a session
 //     of the caller's own, or through its tool handler made for the caller,
 //     never over one that acts for someone else (principals.go).
+//   - One upstream never takes the gateway down: start-up waits a bounded
+//     time ([gateway] startup_wait) for the upstreams, then serves the ones
+//     that are up. An upstream without a live session is absent from every
+//     list, calls to its names are denied ("upstream NAME is unavailable",
+//     recorded), and its supervisor retries it with backoff; when it comes
+//     or goes, clients get list_changed (availability.go).
 //   - Clients share no protocol state: NewServer builds a fresh *mcp.Server
 //     per client, filled only with what that principal may see.
 //   - The call path holds no lock shared between upstreams: the catalog is an
@@ -95,7 +101,9 @@ func (l *Loop) ledgerHealthy() bool {
 }
 
 // Dialer opens the upstream keyed name, delivering its announcements to ev.
-// The loop calls it once per configured server at New.
+// The loop calls it once per configured server at New. It returns once the
+// Conn exists, without waiting for its first session (New waits, boundedly);
+// an error is a configuration fault and fails New.
 type Dialer func(ctx context.Context, name string, ev upstream.Events) (*upstream.Conn, error)
 
 // Deps are the loop's collaborators.
@@ -172,6 +180,7 @@ type Loop struct {
 	swept     time.Time
 
 	stop       chan struct{} // closed by Close: background work ends
+	started    atomic.Bool   // New has waited for the upstreams; their events are acted on
 	closing    atomic.Bool
 	ledgerDown atomic.Bool    // the last ledger append failed; logged once per failure
 	logsWanted atomic.Bool    // a client set a logging level; upstreams send everything
@@ -189,6 +198,9 @@ type serverState struct {
 	refresh sync.Mutex // serializes re-listing this server
 
 	mu        sync.Mutex // guards the fields below
+	up        bool       // listed from a live session: in the catalog
+	logged    bool       // up, as last logged (logTransition)
+	lastErr   string     // why it is not up, for readiness; "" when up
 	tools     []*mcp.Tool
 	prompts   []*mcp.Prompt
 	resources []*mcp.Resource
@@ -197,10 +209,12 @@ type serverState struct {
 	flight inflight // client sessions with calls in flight, for log routing
 }
 
-// New connects every configured server (through deps.Dial), observes their
-// tools for pins and inspection, builds the merged catalog and the gate
-// chain. It fails when a server cannot be reached, lists a colliding name,
-// or the policy does not compile.
+// New connects every configured server (through deps.Dial), waits up to
+// [gateway] startup_wait for their first sessions, observes the tools of
+// those that are up for pins and inspection, and builds the merged catalog
+// and the gate chain. A server not up by then is served when it connects.
+// New fails when a server cannot be configured, two servers that are up
+// list a colliding name, or the policy does not compile.
 func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 	if deps.Dial == nil || deps.Ledger == nil {
 		return nil, errors.New("loop: Dial and Ledger are required")
@@ -247,7 +261,7 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 		return nil, err
 	}
 	stages := gateway.Stages{
-		Routing: gateway.RoutingGate{Router: router{l}},
+		Routing: routingGate{l},
 		Policy:  l.policy,
 		Pin:     l.pins,
 		Inspect: l.inspect,
@@ -288,11 +302,7 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 	if l.met, err = newMetrics(deps.Metrics, l); err != nil {
 		return fail(err)
 	}
-	for _, name := range l.order {
-		if err := l.list(ctx, l.servers[name]); err != nil {
-			return fail(err)
-		}
-	}
+	l.await(ctx)
 	cat, collisions := l.build()
 	var fatal []string
 	for _, c := range collisions {
@@ -314,6 +324,7 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 		l.wg.Add(1)
 		go l.watchPins(every)
 	}
+	l.catchUp()
 	return l, nil
 }
 
@@ -409,6 +420,12 @@ func (l *Loop) Republish() { l.publish() }
 func (l *Loop) list(ctx context.Context, s *serverState) error {
 	s.refresh.Lock()
 	defer s.refresh.Unlock()
+	return l.listLocked(ctx, s)
+}
+
+// listLocked is list with s.refresh held; a listing that succeeds puts s
+// in the catalog.
+func (l *Loop) listLocked(ctx context.Context, s *serverState) error {
 	tools, err := s.conn.Tools(ctx)
 	if err != nil {
 		return fmt.Errorf("loop: server %s: listing tools: %w", s.name, err)
@@ -439,6 +456,7 @@ func (l *Loop) list(ctx context.Context, s *serverState) error {
 	templates, _ := s.conn.ResourceTemplates(ctx)
 	s.mu.Lock()
 	s.tools, s.prompts, s.resources, s.templates = tools, prompts, resources, templates
+	s.up, s.lastErr = true, ""
 	s.mu.Unlock()
 	return nil
 }
@@ -463,6 +481,7 @@ func (l *Loop) publish() {
 type catalog struct {
 	gen       uint64
 	tools     map[string]*toolEntry // by client-facing name
+	absent    absentServers         // servers not up, for their calls' denial
 	prompts   map[string]*promptEntry
 	resources map[string]*resourceEntry // by URI
 	templates map[string]*templateEntry // by URI template
@@ -490,8 +509,9 @@ type templateEntry struct {
 
 var generation atomic.Uint64
 
-// build merges every server's last listing. Servers are visited in key
-// order, so the first owner of a colliding name is deterministic.
+// build merges the last listing of every server that is up. Servers are
+// visited in key order, so the first owner of a colliding name is
+// deterministic, except that a name already served keeps its owner.
 func (l *Loop) build() (*catalog, []string) {
 	c := &catalog{
 		gen:       generation.Add(1),
@@ -500,15 +520,51 @@ func (l *Loop) build() (*catalog, []string) {
 		resources: map[string]*resourceEntry{},
 		templates: map[string]*templateEntry{},
 	}
-	var collisions []string
+	type listing struct {
+		up      bool
+		tools   []*mcp.Tool
+		prompts []*mcp.Prompt
+		res     []*mcp.Resource
+		tmpl    []*mcp.ResourceTemplate
+	}
+	snap := make(map[string]listing, len(l.order))
 	for _, name := range l.order {
 		s := l.servers[name]
 		s.mu.Lock()
-		tools, prompts, resources, templates := s.tools, s.prompts, s.resources, s.templates
+		snap[name] = listing{s.up, s.tools, s.prompts, s.resources, s.templates}
 		s.mu.Unlock()
+	}
+	// A name keeps the owner it had in the live catalog while that owner is
+	// up: an upstream that connects late never takes over another's name.
+	owner := map[string]string{}
+	if prev := l.cat.Load(); prev != nil {
+		for q, e := range prev.tools {
+			if ls := snap[e.server]; ls.up && slices.ContainsFunc(ls.tools, func(t *mcp.Tool) bool { return t.Name == e.tool }) {
+				owner["tool "+q] = e.server
+			}
+		}
+		for q, e := range prev.prompts {
+			if ls := snap[e.server]; ls.up && slices.ContainsFunc(ls.prompts, func(p *mcp.Prompt) bool { return p.Name == e.prompt }) {
+				owner["prompt "+q] = e.server
+			}
+		}
+	}
+	taken := func(key, name string) bool {
+		o, ok := owner[key]
+		return ok && o != name
+	}
+	var collisions []string
+	for _, name := range l.order {
+		s := l.servers[name]
+		ls := snap[name]
+		up, tools, prompts, resources, templates := ls.up, ls.tools, ls.prompts, ls.res, ls.tmpl
+		if !up {
+			c.absent.add(s, tools)
+			continue
+		}
 		for _, t := range tools {
 			q := s.qualify(t.Name)
-			if _, dup := c.tools[q]; dup {
+			if _, dup := c.tools[q]; dup || taken("tool "+q, name) {
 				collisions = append(collisions, "tool "+q)
 				continue
 			}
@@ -518,7 +574,7 @@ func (l *Loop) build() (*catalog, []string) {
 		}
 		for _, p := range prompts {
 			q := s.qualify(p.Name)
-			if _, dup := c.prompts[q]; dup {
+			if _, dup := c.prompts[q]; dup || taken("prompt "+q, name) {
 				collisions = append(collisions, "prompt "+q)
 				continue
 			}
@@ -573,10 +629,16 @@ type events struct{ l *Loop }
 // Changed re-lists the server in the background (Events must not block)
 // and republishes the catalog, so pins and descriptions are re-checked on
 // every list_changed and every reconnection.
+//
+// Until New has waited for the upstreams, events are left to New, which
+// catches up on what they announced (catchUp).
 func (e events) Changed(ctx context.Context, server string, c upstream.Change) {
 	l := e.l
+	if !l.started.Load() || l.closing.Load() {
+		return
+	}
 	s, ok := l.servers[server]
-	if !ok || l.closing.Load() {
+	if !ok {
 		return
 	}
 	l.wg.Add(1)
@@ -584,14 +646,10 @@ func (e events) Changed(ctx context.Context, server string, c upstream.Change) {
 		defer l.wg.Done()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if c == upstream.Reconnected && l.logsWanted.Load() {
+		if (c == upstream.Reconnected || c == upstream.Connected) && l.logsWanted.Load() {
 			l.setUpstreamLevel(rctx, s)
 		}
-		if err := l.list(rctx, s); err != nil {
-			l.log.Warn("re-listing an upstream failed", "server", server, "change", c.String(), "err", err)
-			return
-		}
-		l.publish()
+		l.resync(rctx, s, c)
 	}()
 }
 

@@ -84,6 +84,11 @@ func setup(t *testing.T, toml string, o setupOpts) *bundle {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
+	if cfg.Gateway.StartupWait == 0 {
+		// Tests expect every upstream that can start to be listed at New,
+		// however loaded the machine (the default bound is for operators).
+		cfg.Gateway.StartupWait = config.Duration(30 * time.Second)
+	}
 	dir := o.ledgerDir
 	if dir == "" {
 		dir = t.TempDir()

@@ -279,7 +279,12 @@ match = ["fx__*"]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, err := loop.StandardDialer(cfg, strict, nil)(ctx, "fx", nil); err == nil {
+	conn, err := loop.StandardDialer(cfg, strict, nil)(ctx, "fx", nil)
+	if err == nil {
+		err = conn.WaitFirst(ctx)
+		conn.Close()
+	}
+	if err == nil {
 		t.Fatal("a loopback upstream was dialed without allow_private")
 	}
 

@@ -4,7 +4,12 @@
 // The effective policy is printed per server for the tools the file itself
 // names (a server's tools list and rule match globs without wildcards);
 // validate does not connect to upstreams, so tools known only at run time
-// are not listed.
+// are not listed. It does check, without starting anything, that each
+// upstream could start on this machine (upstream.Preflight: a stdio
+// command on the child's PATH, a readable Wasm module, env: and file:
+// values that resolve) and names each one that could not: an error for a
+// required server, a warning for an optional one, which the gateway serves
+// without.
 package validate
 
 import (
@@ -17,14 +22,17 @@ import (
 	"github.com/bastion-mcp/bastion/gateway"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/inspect"
+	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/gateway/pattern"
 	"github.com/bastion-mcp/bastion/gateway/policy"
 	"github.com/bastion-mcp/bastion/gateway/ratelimit"
+	"github.com/bastion-mcp/bastion/upstream"
 )
 
 // File loads the configuration at path, builds every gate from it, and
 // writes a summary and the effective policy to w. A problem is returned as
-// the error (a config.Errors with lines when the file is at fault).
+// the error (a config.Errors with lines when the file is at fault; one
+// error per required upstream that could not start here).
 func File(path string, w io.Writer) error {
 	f, err := config.Load(path)
 	if err != nil {
@@ -40,12 +48,44 @@ func File(path string, w io.Writer) error {
 	if _, err := ratelimit.New(ratelimit.FromConfig(f.RateLimit)); err != nil {
 		return &config.Error{File: path, Key: "ratelimit", Msg: err.Error()}
 	}
-	Report(w, path, f, pol)
+	down := Unavailable(f, nil)
+	Report(w, path, f, pol, down)
+	var errs config.Errors
+	for _, name := range slices.Sorted(maps.Keys(down)) {
+		if !f.Servers[name].Optional {
+			errs = append(errs, &config.Error{File: path, Key: "server." + name,
+				Msg: "cannot start on this machine (install it, fix the path, or mark it optional = true): " + down[name].Error()})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
 	return nil
 }
 
-// Report writes the summary and effective policy of a loaded configuration.
-func Report(w io.Writer, path string, f *config.File, pol *policy.Policy) {
+// Unavailable returns, by server key, why each upstream could not start on
+// this machine now (see upstream.Preflight; getenv nil means
+// os.LookupEnv). The in-process review server is always available.
+func Unavailable(f *config.File, getenv func(string) (string, bool)) map[string]error {
+	out := map[string]error{}
+	for name, s := range f.Servers {
+		if s.Kind == config.KindReview {
+			continue
+		}
+		spec, err := loop.Spec(f, name, nil)
+		if err == nil {
+			err = upstream.Preflight(spec, getenv)
+		}
+		if err != nil {
+			out[name] = err
+		}
+	}
+	return out
+}
+
+// Report writes the summary and effective policy of a loaded configuration;
+// down names the upstreams that could not start here (see Unavailable).
+func Report(w io.Writer, path string, f *config.File, pol *policy.Policy, down map[string]error) {
 	mode := f.Inspect.Mode
 	if mode == "" {
 		mode = config.ModeWarn
@@ -67,7 +107,17 @@ func Report(w io.Writer, path string, f *config.File, pol *policy.Policy) {
 		if s.Profile != "" {
 			fmt.Fprintf(w, " profile %s", s.Profile)
 		}
+		if s.Optional {
+			fmt.Fprint(w, " optional")
+		}
 		fmt.Fprintln(w)
+		if err := down[name]; err != nil {
+			verdict := "error: the gateway would start without it and report it not ready"
+			if s.Optional {
+				verdict = "warning: optional, the gateway serves without it (ready, degraded)"
+			}
+			fmt.Fprintf(w, "  unavailable on this machine: %v\n  %s\n", err, verdict)
+		}
 		tools := known[name]
 		if len(tools) == 0 {
 			fmt.Fprintf(w, "  (no tools named in the file; list them in [server.%s] tools = [...] to see their policy)\n", name)

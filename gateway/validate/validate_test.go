@@ -51,3 +51,41 @@ func TestFileReportsLine(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestFileNamesUnavailableUpstreams: an upstream that cannot start on this
+// machine is named; it fails validation when required and is a warning when
+// optional, while one whose command exists is not mentioned.
+func TestFileNamesUnavailableUpstreams(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-mcp-server")
+	src := "[server.good]\nkind = \"stdio\"\ncommand = \"sh\"\n\n[server.gone]\nkind = \"stdio\"\ncommand = \"" + missing + "\"\n%OPT%\n"
+	p := filepath.Join(dir, "bastion.toml")
+	write := func(opt string) {
+		if err := os.WriteFile(p, []byte(strings.Replace(src, "%OPT%", opt, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	write("")
+	var out bytes.Buffer
+	err := File(p, &out)
+	var e *config.Error
+	if !errors.As(err, &e) || e.Key != "server.gone" || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "optional = true") {
+		t.Fatalf("required and missing: err = %v, want server.gone named with its command and the fix", err)
+	}
+	if got := out.String(); !strings.Contains(got, "server gone (stdio") || !strings.Contains(got, "unavailable on this machine") ||
+		strings.Count(got, "unavailable on this machine") != 1 {
+		t.Errorf("report should name gone, and only gone:\n%s", got)
+	}
+
+	write("optional = true")
+	out.Reset()
+	if err := File(p, &out); err != nil {
+		t.Fatalf("optional and missing: err = %v, want a warning only", err)
+	}
+	if got := out.String(); !strings.Contains(got, "server gone (stdio, namespace gone, timeout 30s) optional\n  unavailable on this machine: ") ||
+		!strings.Contains(got, "warning: optional") {
+		t.Errorf("report should warn about gone:\n%s", got)
+	}
+}
