@@ -195,9 +195,9 @@ func envFile(s string, i int) bool {
 }
 
 var (
-	convoRe = regexp.MustCompile(`\bconversation\b|\bchat[\s_-]history\b|\b(?:previous|prior|earlier|past)\s+messages\b|\bsystem[\s_-]prompt\b|\bmessages\s+of\s+this\b`)
-	destRe  = regexp.MustCompile(`https?://|[\w.+-]+@[\w-]+\.[a-z]{2,}|\bwebhooks?\b|\bendpoint\b|\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b|\boff-?site\b|\bthird[\s-]party\b|\bremote\s+server\b|\bto\s+(?:this|the|my|our|following)\s+(?:url|server|address|site)\b`)
-	sinkRe  = regexp.MustCompile("\\b(?:as|in|into|to|inside|within|with)\\s+(?:the\\s+|this\\s+|its\\s+|a\\s+|an\\s+)?['\"`]?[\\w-]*['\"`]?\\s*(?:argument|parameter|param|field|property|input|tag)s?\\b" +
+	convoRe   = regexp.MustCompile(`\bconversation\b|\bchat[\s_-]history\b|\b(?:previous|prior|earlier|past)\s+messages\b|\bsystem[\s_-]prompt\b|\bmessages\s+of\s+this\b`)
+	toPlaceRe = regexp.MustCompile(`\bto\s+(?:this|the|my|our|following)\s+(?:url|server|address|site)\b`)
+	sinkRe    = regexp.MustCompile("\\b(?:as|in|into|to|inside|within|with)\\s+(?:the\\s+|this\\s+|its\\s+|a\\s+|an\\s+)?['\"`]?[\\w-]*['\"`]?\\s*(?:argument|parameter|param|field|property|input|tag)s?\\b" +
 		"|\\b(?:goes?|put\\s+it|pass|paste\\s+it|it)\\s+here\\b|\\bpaste\\b[^.]{0,30}\\bhere\\b|\\bwith\\s+the\\s+request\\b|\\bgive\\s+me\\b|\\bto\\s+this\\s+tool\\b|\\bas\\s+['\"`][\\w-]+['\"`]|\\bfill\\s+(?:this|it)\\s+with\\b")
 	needRe   = regexp.MustCompile(`\b(?:requires?|needs?|must\s+(?:be\s+)?(?:provided|included|given))\b|\bcontents?\s+of\b`)
 	covertRe = regexp.MustCompile(`\b(?:silently|secretly|quietly|covertly)\b|\bwithout\s+(?:asking|telling|informing|notifying)\b`)
@@ -221,7 +221,54 @@ func destination(s string) bool {
 	if containsAny(s, "://", "webhook", "endpoint", "offsite", "off-site", "third party", "third-party", "remote server") {
 		return true
 	}
-	return (strings.Contains(s, "@") || strings.Count(s, ".") >= 3 || strings.Contains(s, " to ")) && destRe.MatchString(s)
+	return email(s) || ipv4(s) || strings.Contains(s, " to ") && containsAny(s, "url", "server", "address", "site") && toPlaceRe.MatchString(s)
+}
+
+// email reports an e-mail address in s: a word character, '@', a domain
+// with a dot.
+func email(s string) bool {
+	for off := 0; ; {
+		i := strings.IndexByte(s[off:], '@')
+		if i < 0 {
+			return false
+		}
+		i += off
+		off = i + 1
+		if i == 0 || !isWord(s[i-1]) {
+			continue
+		}
+		j := i + 1
+		for j < len(s) && (isWord(s[j]) || s[j] == '-') {
+			j++
+		}
+		if j > i+1 && j+2 < len(s) && s[j] == '.' && s[j+1] >= 'a' && s[j+1] <= 'z' && s[j+2] >= 'a' && s[j+2] <= 'z' {
+			return true
+		}
+	}
+}
+
+// ipv4 reports a dotted-quad address in s.
+func ipv4(s string) bool {
+	groups, digits := 0, 0
+	for i := 0; i <= len(s); i++ {
+		switch {
+		case i < len(s) && s[i] >= '0' && s[i] <= '9':
+			digits++
+			if digits > 3 {
+				groups, digits = 0, 4 // too long a group: no address until a non-digit
+			}
+			continue
+		case i < len(s) && s[i] == '.' && digits > 0 && digits <= 3:
+			groups++
+			digits = 0
+			continue
+		}
+		if groups == 3 && digits > 0 && digits <= 3 {
+			return true
+		}
+		groups, digits = 0, 0
+	}
+	return false
 }
 
 // sink reports a place in a call the data is to go: an argument, a
