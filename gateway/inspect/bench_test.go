@@ -36,15 +36,7 @@ func BenchmarkInspect(b *testing.B) {
 		if r := defaultScan.ScanJSON(p); !r.Clean() {
 			b.Fatalf("benchmark payload is not clean: %v", r.Findings)
 		}
-		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(p)))
-			done := benchcpu.Start(b)
-			for b.Loop() {
-				defaultScan.ScanJSON(p)
-			}
-			done()
-		})
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) { benchScan(b, p) })
 	}
 }
 
@@ -96,14 +88,16 @@ func BenchmarkInspectArgs(b *testing.B) {
 		if r := defaultScan.ScanJSON(raw); !r.Clean() {
 			b.Fatalf("%s is not clean: %v", in.name, r.Findings)
 		}
-		b.Run(in.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(raw)))
-			done := benchcpu.Start(b)
-			for b.Loop() {
-				defaultScan.ScanJSON(raw)
-			}
-			done()
-		})
+		b.Run(in.name, func(b *testing.B) { benchScan(b, raw) })
 	}
+}
+
+func benchScan(b *testing.B, raw []byte) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	done := benchcpu.Start(b)
+	for b.Loop() {
+		defaultScan.ScanJSON(raw)
+	}
+	done()
 }

@@ -189,7 +189,7 @@ func TestCorpus(t *testing.T) {
 	t.Parallel()
 	verbose := os.Getenv("INSPECT_CORPUS_VERBOSE") == "1"
 	var all tally
-	for _, file := range []string{"dev.jsonl", "holdout.jsonl", "secrets.jsonl"} {
+	for _, file := range []string{"dev.jsonl", "holdout.jsonl", "blind.jsonl", "secrets.jsonl"} {
 		per := map[string]*tally{}
 		var sum tally
 		for _, r := range loadCorpus(t, file) {

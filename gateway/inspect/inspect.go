@@ -1,23 +1,37 @@
 // Package inspect is the gateway's content gate: it scans tool definitions
 // (at connect and on list_changed), call arguments and call results for
-// prompt-injection phrases and secrets, in off, warn or enforce mode.
+// prompt injection and secrets, in off, warn or enforce mode.
 //
 // Text is normalized before matching (see Normalize: ANSI escapes, invisible
-// and bidi characters, tag smuggling, NFKC), and base64, percent-encoded and
-// HTML-escaped segments are decoded (to MaxDecodeDepth levels, within a byte
-// budget) and scanned too. JSON is scanned as the strings it holds, with
-// each object member also seen as "key: value" so a secret under an
-// "api_key" member is found in context.
+// and bidi characters, tag smuggling, NFKC, Greek and Cyrillic look-alikes),
+// words joined by zero-width characters are also read apart, and base64,
+// hex, percent-encoded and HTML-escaped segments are decoded (to
+// MaxDecodeDepth levels, within a byte budget) and scanned too. JSON is
+// scanned as the strings it holds, with each object member also seen as
+// "key: value" so a secret under an "api_key" member is found in context; a
+// tool definition is scanned again with its identifiers read as words, so a
+// payload in a property name, a type or a required entry is read too.
+//
+// Injection is judged by what a sentence asks for (intent.go): reading a
+// credential file, sending secrets or the conversation somewhere, calling a
+// tool on them, hiding something from the user, overriding earlier
+// instructions or another tool. A tag such as <IMPORTANT> or a mention of
+// credentials in a description is no finding by itself. Secrets are
+// providers' token formats, checksummed where the format allows, and
+// generic assignments whose value looks random; documented examples and
+// placeholders are not secrets (secrets.go).
 //
 // Invariants: a finding names its detector, never the matched text, so a
-// denial can never echo the secret it blocked; Redact replaces secrets with
-// "[REDACTED:<detector>]"; every operator pattern is RE2 (linear time) and
-// size-limited; a payload larger than MaxBytes is not half-scanned and
-// passed: in enforce mode it is refused.
+// denial or a warning can never echo the secret it found; Redact replaces
+// secrets with "[REDACTED:<detector>]"; every operator pattern is RE2
+// (linear time) and size-limited; a payload larger than MaxBytes is not
+// half-scanned and passed: in enforce mode it is refused. In warn mode
+// every finding on every surface is returned as a warning (see Warnings).
 package inspect
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -158,12 +172,7 @@ func (s *Scanner) ScanText(text string) Result {
 // wordify), since a schema's property names and enum values are text the
 // model reads too.
 func (s *Scanner) ScanTool(raw []byte) Result {
-	text, over, ok := s.flat.flatten(raw, s.maxBytes)
-	if !ok {
-		return s.ScanText(string(raw))
-	}
-	r := s.ScanText(text)
-	r.Oversize = r.Oversize || over
+	r, text := s.scanJSON(raw)
 	if w := wordify(text); w != text {
 		for _, f := range s.ScanText(w).Findings {
 			if !slices.Contains(r.Findings, f) {
@@ -178,13 +187,19 @@ func (s *Scanner) ScanTool(raw []byte) Result {
 // ScanJSON scans the strings of a JSON value (see flattener.flatten for the
 // text it makes of them); text that is not JSON is scanned as text.
 func (s *Scanner) ScanJSON(raw []byte) Result {
+	r, _ := s.scanJSON(raw)
+	return r
+}
+
+// scanJSON is ScanJSON, also returning the text it scanned.
+func (s *Scanner) scanJSON(raw []byte) (Result, string) {
 	text, over, ok := s.flat.flatten(raw, s.maxBytes)
 	if !ok {
-		return s.ScanText(string(raw))
+		text = string(raw)
 	}
 	r := s.ScanText(text)
 	r.Oversize = r.Oversize || over
-	return r
+	return r, text
 }
 
 type scan struct {
@@ -233,7 +248,7 @@ func (sc *scan) run(t string) {
 		if s.idx.pairs[pair>>6]&(1<<(pair&63)) == 0 {
 			continue
 		}
-		for _, ref := range s.idx.refs[pair] {
+		for _, ref := range s.idx.candidates(pair) {
 			d := s.detectors[ref.det]
 			if !strings.HasPrefix(lower[p:], ref.kw) || sc.has(d.name) {
 				continue
@@ -277,11 +292,22 @@ func (sc *scan) judge(det int, lower string, p int) bool {
 }
 
 // startIndex finds the detectors' start words in one pass: a filter on the
-// first byte, a bitset on the first two bytes, then the candidates.
+// first byte, a bitset on the first two bytes, then the candidates. The
+// candidates of the pairs in the bitset are refs in the pairs' order; a
+// pair's place among them is its rank in the bitset (rank holds the count
+// of pairs before each word), which costs less than a map lookup per pair.
 type startIndex struct {
 	first [256]bool
 	pairs [65536 / 64]uint64
-	refs  map[uint16][]startRef
+	rank  [65536 / 64]uint16
+	refs  [][]startRef
+}
+
+// candidates returns the start words beginning with pair, which is in the
+// bitset.
+func (x *startIndex) candidates(pair uint16) []startRef {
+	w := pair >> 6
+	return x.refs[int(x.rank[w])+bits.OnesCount64(x.pairs[w]&(1<<(pair&63)-1))]
 }
 
 type startRef struct {
@@ -290,7 +316,8 @@ type startRef struct {
 }
 
 func newStartIndex(ds []*detector) startIndex {
-	x := startIndex{refs: map[uint16][]startRef{}}
+	var x startIndex
+	byPair := map[uint16][]startRef{}
 	for i, d := range ds {
 		for _, kw := range d.starts {
 			if len(kw) < 2 {
@@ -299,7 +326,18 @@ func newStartIndex(ds []*detector) startIndex {
 			pair := uint16(kw[0])<<8 | uint16(kw[1])
 			x.first[kw[0]] = true
 			x.pairs[pair>>6] |= 1 << (pair & 63)
-			x.refs[pair] = append(x.refs[pair], startRef{i, kw})
+			byPair[pair] = append(byPair[pair], startRef{i, kw})
+		}
+	}
+	n := 0
+	for w, word := range x.pairs {
+		x.rank[w] = uint16(n)
+		n += bits.OnesCount64(word)
+	}
+	x.refs = make([][]startRef, 0, n)
+	for pair := range 65536 {
+		if x.pairs[pair>>6]&(1<<(pair&63)) != 0 {
+			x.refs = append(x.refs, byPair[uint16(pair)])
 		}
 	}
 	return x

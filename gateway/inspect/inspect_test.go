@@ -464,5 +464,6 @@ func FuzzNormalize(f *testing.F) {
 			t.Fatalf("not idempotent after two passes: %q → %q → %q", s, n, n2)
 		}
 		defaultScan.ScanText(s) // never panics
+		defaultScan.ScanTool([]byte(s))
 	})
 }

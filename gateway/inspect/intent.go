@@ -78,7 +78,7 @@ var vocabulary = func() map[string]uint8 {
 		acquire:  "read cat open load fetch get retrieve collect gather grab extract obtain copy access dump scrape harvest find",
 		transfer: "send post upload forward transmit email leak share submit pass put include attach append add insert embed paste supply provide give fill bcc cc write sync mirror exfiltrate copy",
 		invoke:   "call invoke run execute use trigger",
-		head:     "and then first also please always must should to you now just simply next finally immediately quietly silently secretly covertly tool function step assistant agent ai but so",
+		head:     "and then first also please always must should to you now just simply next finally immediately quietly silently secretly covertly tool function step assistant agent ai but so afterwards afterward additionally later otherwise instead",
 		negation: "not never don't dont no doesn't without",
 	} {
 		for _, w := range strings.Fields(list) {
@@ -162,7 +162,7 @@ var (
 		"aws credentials", "aws/credentials", "/etc/shadow", ".netrc", ".npmrc", ".pypirc", ".pgpass", ".kube/config", "kubeconfig",
 		".docker/config.json", ".git-credentials", "mcp.json", ".config/gh", "gh/hosts.yml", "keychain", "wallet.dat", "seed phrase",
 		"_history", "private ssh key", "ssh private key", "private key file"}
-	weakPaths = []string{"~/.ssh", "/.ssh", ".ssh/", "ssh dir", ".env", "/etc/passwd", "~/.aws", "~/.config", "cookies"}
+	weakPaths = []string{"~/.ssh", "/.ssh", ".ssh/", "ssh dir", ".env", "dot env", "dotenv file", "/etc/passwd", "~/.aws", "~/.config", "cookies"}
 )
 
 // publicFile reports whether the path starting at s (up to white space)
@@ -195,9 +195,9 @@ func envFile(s string, i int) bool {
 }
 
 var (
-	convoRe = regexp.MustCompile(`\bconversation\b|\bchat[\s_-]history\b|\b(?:previous|prior|earlier|past)\s+messages\b|\bsystem[\s_-]prompt\b|\bmessages\s+of\s+this\b`)
-	destRe  = regexp.MustCompile(`https?://|[\w.+-]+@[\w-]+\.[a-z]{2,}|\bwebhooks?\b|\bendpoint\b|\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b|\boff-?site\b|\bthird[\s-]party\b|\bremote\s+server\b|\bto\s+(?:this|the|my|our|following)\s+(?:url|server|address|site)\b`)
-	sinkRe  = regexp.MustCompile("\\b(?:as|in|into|to|inside|within|with)\\s+(?:the\\s+|this\\s+|its\\s+|a\\s+|an\\s+)?['\"`]?[\\w-]*['\"`]?\\s*(?:argument|parameter|param|field|property|input|tag)s?\\b" +
+	convoRe   = regexp.MustCompile(`\bconversation\b|\bchat[\s_-]history\b|\b(?:previous|prior|earlier|past)\s+messages\b|\bsystem[\s_-]prompt\b|\bmessages\s+of\s+this\b`)
+	toPlaceRe = regexp.MustCompile(`\bto\s+(?:this|the|my|our|following)\s+(?:url|server|address|site)\b`)
+	sinkRe    = regexp.MustCompile("\\b(?:as|in|into|to|inside|within|with)\\s+(?:the\\s+|this\\s+|its\\s+|a\\s+|an\\s+)?['\"`]?[\\w-]*['\"`]?\\s*(?:argument|parameter|param|field|property|input|tag)s?\\b" +
 		"|\\b(?:goes?|put\\s+it|pass|paste\\s+it|it)\\s+here\\b|\\bpaste\\b[^.]{0,30}\\bhere\\b|\\bwith\\s+the\\s+request\\b|\\bgive\\s+me\\b|\\bto\\s+this\\s+tool\\b|\\bas\\s+['\"`][\\w-]+['\"`]|\\bfill\\s+(?:this|it)\\s+with\\b")
 	needRe   = regexp.MustCompile(`\b(?:requires?|needs?|must\s+(?:be\s+)?(?:provided|included|given))\b|\bcontents?\s+of\b`)
 	covertRe = regexp.MustCompile(`\b(?:silently|secretly|quietly|covertly)\b|\bwithout\s+(?:asking|telling|informing|notifying)\b`)
@@ -206,7 +206,8 @@ var (
 // credential reports a mention of a credential or secret.
 func credential(s string) bool {
 	return containsAny(s, "secret", "token", "passw", "credential", "cookie", "api key", "api_key", "api-key", "apikey",
-		"private key", "private_key", "ssh key", "access key", "access_key", "session id", "environment variable", "env var")
+		"private key", "private_key", "ssh key", "access key", "access_key", "session id", "environment variable", "env var",
+		"printenv", "`env`", "'env'", "\"env\"")
 }
 
 // conversation reports a mention of what the model was told.
@@ -220,7 +221,54 @@ func destination(s string) bool {
 	if containsAny(s, "://", "webhook", "endpoint", "offsite", "off-site", "third party", "third-party", "remote server") {
 		return true
 	}
-	return (strings.Contains(s, "@") || strings.Count(s, ".") >= 3 || strings.Contains(s, " to ")) && destRe.MatchString(s)
+	return email(s) || ipv4(s) || strings.Contains(s, " to ") && containsAny(s, "url", "server", "address", "site") && toPlaceRe.MatchString(s)
+}
+
+// email reports an e-mail address in s: a word character, '@', a domain
+// with a dot.
+func email(s string) bool {
+	for off := 0; ; {
+		i := strings.IndexByte(s[off:], '@')
+		if i < 0 {
+			return false
+		}
+		i += off
+		off = i + 1
+		if i == 0 || !isWord(s[i-1]) {
+			continue
+		}
+		j := i + 1
+		for j < len(s) && (isWord(s[j]) || s[j] == '-') {
+			j++
+		}
+		if j > i+1 && j+2 < len(s) && s[j] == '.' && s[j+1] >= 'a' && s[j+1] <= 'z' && s[j+2] >= 'a' && s[j+2] <= 'z' {
+			return true
+		}
+	}
+}
+
+// ipv4 reports a dotted-quad address in s.
+func ipv4(s string) bool {
+	groups, digits := 0, 0
+	for i := 0; i <= len(s); i++ {
+		switch {
+		case i < len(s) && s[i] >= '0' && s[i] <= '9':
+			digits++
+			if digits > 3 {
+				groups, digits = 0, 4 // too long a group: no address until a non-digit
+			}
+			continue
+		case i < len(s) && s[i] == '.' && digits > 0 && digits <= 3:
+			groups++
+			digits = 0
+			continue
+		}
+		if groups == 3 && digits > 0 && digits <= 3 {
+			return true
+		}
+		groups, digits = 0, 0
+	}
+	return false
 }
 
 // sink reports a place in a call the data is to go: an argument, a
@@ -280,6 +328,7 @@ func judgeToolCall(s string, _ int) bool {
 }
 
 var concealRe = regexp.MustCompile(`^(?:(?:do\s+not|don'?t|never|without)\s+(?:tell(?:ing)?|inform(?:ing)?|mention(?:ing)?|reveal(?:ing)?|notify(?:ing)?|alert(?:ing)?|show(?:ing)?|let(?:ting)?|ask(?:ing)?)\s+(?:this\s+|it\s+|that\s+|anything\s+)?(?:to\s+)?(?:the\s+)?user\b` +
+	`|(?:do\s+not|don'?t|never)\s+(?:tell|mention|reveal|show|explain|disclose)(?:\s+[\w'-]+){1,4}?\s+to\s+(?:the\s+)?user\b` +
 	`|(?:hide|conceal|keep)\s+(?:this|it|that)(?:\s+\w+)?\s+(?:secret\s+|hidden\s+)?from\s+(?:the\s+)?user\b` +
 	`|user\s+(?:must|should|will|may)\s+(?:never|not)\s+(?:know|find\s+out|see|notice|learn)\b` +
 	`|never\s+reveal\s+(?:this|these)\s+instructions?\b|don'?t\s+let\s+the\s+user\s+know\b)`)
@@ -301,10 +350,11 @@ func imperativeNegated(s string) bool {
 }
 
 var (
-	shadowWhen = regexp.MustCompile("^(?:when|whenever|if|each\\s+time|every\\s+time|before|after)\\s+(?:you\\s+)?(?:ever\\s+)?(?:call|use|invoke|run|execute|calling|using|invoking|running|executing)\\s+(?:the\\s+)?['\"`]?([a-z0-9][\\w.-]*)['\"`]?(\\s+(?:tool|function))?")
-	shadowDo   = regexp.MustCompile(`\b(?:also|additionally|always|secretly|silently|instead|first|must)\b[^.]{0,60}\b(?:add|send|include|copy|forward|bcc|cc|post|set|change|replace|redirect|use|attach|append)\b` +
+	shadowWhen = regexp.MustCompile("^(?:when|whenever|if|each\\s+time|every\\s+time|before|after|instead\\s+of)\\s+(?:you\\s+)?(?:ever\\s+)?(?:call|use|invoke|run|execute|calling|using|invoking|running|executing)\\s+(?:the\\s+)?['\"`]?([a-z0-9][\\w.-]*)['\"`]?(\\s+(?:tool|function))?")
+	shadowDo   = regexp.MustCompile(`\b(?:also|additionally|always|secretly|silently|instead|first|must)\b[^.]{0,60}\b(?:add|send|include|copy|forward|bcc|cc|post|set|change|replace|redirect|use|call|attach|append)\b` +
 		`|\b(?:change|replace|redirect|override|set)\s+(?:the\s+)?(?:destination|recipients?|account|base|target|url|address|channel|email|branch|repo|repository|amount|path)\b|\bbcc\b|regardless\s+of\s+what\s+the\s+user`)
 	shadowEvery = regexp.MustCompile(`^(?:every|all|each|any)\s+(?:\w+\s+){0,2}(?:sent|made|created|posted|written|uploaded|issued)\s+(?:with|via|through|using|by)\s+(?:the\s+)?[\w.-]+(?:\s+tool)?\s+(?:must|should|shall|will)\s+(?:also|first|always)\b`)
+	supersede   = regexp.MustCompile(`^this\s+tool\s+(?:supersedes|overrides|replaces|takes\s+precedence\s+over)\s+(?:the\s+)?(?:official\s+|original\s+|built-?in\s+|default\s+|other\s+)?[\w.-]+\s+tool\b`)
 	overUser    = regexp.MustCompile(`^(?:regardless\s+of\s+what\s+the\s+user\s+(?:asks?|asked|says|said|wants|requested)|ignore\s+(?:the\s+)?user'?s?\s+(?:request|instructions?|question|choice))`)
 	notOther    = words("this it that these any a an another tools the")
 )
@@ -315,7 +365,8 @@ var (
 func judgeShadowing(s string, at int) bool {
 	t := s[at:]
 	head := t[:min(len(t), 80)]
-	if strings.Contains(head, "user") && overUser.MatchString(head) ||
+	if strings.HasPrefix(t, "this tool") && supersede.MatchString(head) ||
+		strings.Contains(head, "user") && overUser.MatchString(head) ||
 		containsAny(head, " sent ", " made ", " created ", " posted ", " written ", " uploaded ", " issued ") && shadowEvery.MatchString(head) {
 		return true
 	}

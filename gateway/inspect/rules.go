@@ -104,7 +104,7 @@ func injectionRules() []*detector {
 			"submit", "sync", "mirror", "bcc", "collect", "gather", "harvest"}, judgeExfiltration),
 		intent("sensitive_file_read", []string{"id_", "id ", ".ssh", "ssh ", ".aws", "aws", "/etc/", ".env", ".netrc", ".npmrc", ".pypirc",
 			".pgpass", ".kube", "kubeconfig", ".docker", ".git-cred", "mcp.json", ".config", "gh/", "keychain", "wallet", "seed phrase", "_history",
-			"private", "cookies"}, judgeFileRead),
-		anchored("tool_shadowing", []string{"when", "if ", "each time", "every", "all ", "any ", "before", "after", "regardless", "ignore"}, judgeShadowing),
+			"private", "cookies", "dot env", "dotenv"}, judgeFileRead),
+		anchored("tool_shadowing", []string{"when", "if ", "each time", "each ", "every", "all ", "any ", "before", "after", "instead of", "regardless", "ignore", "this tool"}, judgeShadowing),
 	}
 }
