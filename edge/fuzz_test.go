@@ -48,6 +48,20 @@ func FuzzRoute(f *testing.F) {
 		if again := Route(method, h, body); again != w {
 			t.Fatalf("Route not deterministic: %v then %v", w, again)
 		}
+		// Permit sees the methods of the same body: reading them must not
+		// change it, and a stateless-only method is among them.
+		methods := Methods(body)
+		if !bytes.Equal(body, orig) {
+			t.Fatal("Methods modified the body")
+		}
+		for _, m := range methods {
+			if m == "" {
+				t.Fatal("Methods returned an empty method")
+			}
+			if statelessMethods[m] && method == http.MethodPost && h.Get(sessionHeader) == "" && w != WireStateless {
+				t.Fatalf("body with %s routed to %v", m, w)
+			}
+		}
 		if h.Get(sessionHeader) != "" && w != WireStateful {
 			t.Fatalf("session id routed to %v", w)
 		}

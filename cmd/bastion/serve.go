@@ -74,7 +74,12 @@ initialize), e.g. --method-scopes initialize=reviews:read.
 
 State: SQLite in --data-dir by default; --database-url puts it on PostgreSQL
 so several replicas share jobs (serve as a role that owns no table and
-migrate with --migrate-url as the owner). --no-workers serves the API only.
+migrate with --migrate-url as the owner; without it the serving role only
+reads the migration state and refuses to start while migrations are
+pending). --no-workers serves the API only.
+
+Start-up failures print their cause and the fix; the listeners are bound
+first, so a port in use fails before the store is opened or a token minted.
 
 Gateway: --gateway FILE (a bastion.toml) serves the governing gateway on
 the MCP path instead of the design-review tools alone: its upstreams, policy

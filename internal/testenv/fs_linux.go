@@ -13,10 +13,7 @@ import (
 // directory with mode 0500.
 func ReadOnlyDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "ro")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir := emptyDir(t, "ro")
 	if os.Geteuid() != 0 {
 		if err := os.Chmod(dir, 0o500); err != nil {
 			t.Fatal(err)
@@ -33,10 +30,7 @@ func ReadOnlyDir(t testing.TB) string {
 // test is skipped with the reason.
 func FullDir(t testing.TB) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "full")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	dir := emptyDir(t, "full")
 	if os.Geteuid() != 0 {
 		t.Skip("SKIP: filling a file system needs a tmpfs mount, which needs root")
 	}
@@ -51,6 +45,17 @@ func FullDir(t testing.TB) string {
 		if _, err := f.Write(buf); err != nil {
 			break // ENOSPC: full
 		}
+	}
+	return dir
+}
+
+// emptyDir makes an empty directory name in a fresh temporary directory
+// (not the temporary directory itself: a mount over it would hide nothing).
+func emptyDir(t testing.TB, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }

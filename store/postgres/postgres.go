@@ -25,6 +25,9 @@
 //     know (a newer binary's) is tolerated so a rollback keeps working.
 //     River's own migrations run first, serialized between replicas by a
 //     session-level advisory lock (some of them cannot share a transaction).
+//     Only the owner (Options.MigrateURL) migrates: without it the serving
+//     role, which needs no DDL right, reads the migration state and Open
+//     refuses pending migrations (*MigrationsPendingError).
 //
 // Two operations cross tenants, each through a narrow door:
 //
