@@ -8,7 +8,7 @@ import (
 	"github.com/bastion-mcp/bastion/audit"
 )
 
-const secretKey = "AKIAIOSFODNN7EXAMPLE"
+const secretKey = "AKIAQ3ZJ7WK2LMBN5TXR" // made up: AWS's documented example key is not a secret
 
 const gatesTOML = `
 [server.t]
