@@ -202,6 +202,7 @@ type Ledger struct {
 	durableHash string
 	sealedSeq   uint64
 	lastSeal    time.Time
+	writes      uint64 // durable segment writes so far (group commits), for benchmarks
 }
 
 // batch is one group commit: the records appended while the previous batch
@@ -777,6 +778,7 @@ func (l *Ledger) write(buf []byte) error {
 		}
 	}
 	l.segSize += int64(len(buf))
+	l.writes++
 	return nil
 }
 
