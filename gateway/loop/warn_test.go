@@ -64,7 +64,7 @@ match = ["t__*"]
 		}
 	}
 	for _, w := range want {
-		if n := b.warnings(t, w.rule); n != 1 {
+		if n := b.metric(t, "bastion_gateway_warnings_total", map[string]string{"rule": w.rule}); n != 1 {
 			t.Errorf("bastion_gateway_warnings_total{rule=%q} = %v, want 1", w.rule, n)
 		}
 	}
@@ -75,24 +75,4 @@ match = ["t__*"]
 		t.Error("the secret's value reached the log")
 	}
 	b.verify(t)
-}
-
-// warnings reads bastion_gateway_warnings_total for one rule.
-func (b *bundle) warnings(t *testing.T, rule string) float64 {
-	t.Helper()
-	mfs, err := b.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "bastion_gateway_warnings_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == rule {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }

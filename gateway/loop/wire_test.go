@@ -47,6 +47,23 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return m, err
 }
 
+// connectRaw connects a real SDK client offering version, through a
+// transport that keeps the raw results.
+func (b *bundle) connectRaw(ctx context.Context, t *testing.T, version string) (*mcp.ClientSession, *rawResults) {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := b.loop.NewServer(ctx, alice).Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	raw := &rawResults{Transport: ct}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "wire", Version: "1"}, nil).Connect(ctx, raw, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, raw
+}
+
 // TestDenialsCarryResultType: on 2026-07-28 every tools/call result the
 // gateway writes itself (a routing denial, a policy denial of a hidden
 // tool, the ledger's denial) carries resultType "complete" as allowed
@@ -68,18 +85,10 @@ name = "all"
 action = "allow"
 match = ["t__*"]
 `, setupOpts{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		srv := b.loop.NewServer(ctx, alice)
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := srv.Connect(ctx, st, nil); err != nil {
-			t.Fatal(err)
-		}
-		raw := &rawResults{Transport: ct}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "wire", Version: "1"}, nil).Connect(ctx, raw, &mcp.ClientSessionOptions{ProtocolVersion: version})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs, raw := b.connectRaw(ctx, t, version)
 		for _, tc := range []struct {
 			tool string
 			args map[string]any
@@ -98,24 +107,10 @@ match = ["t__*"]
 				t.Errorf("%s %s: resultType present %v, want %v: %s", version, tc.tool, has, want, raw.last())
 			}
 		}
-		cs.Close()
-		cancel()
 	}
 	// The ledger's own denial too.
 	b.ledger.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	srv := b.loop.NewServer(ctx, alice)
-	st, ct := mcp.NewInMemoryTransports()
-	if _, err := srv.Connect(ctx, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	raw := &rawResults{Transport: ct}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "wire", Version: "1"}, nil).Connect(ctx, raw, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, raw := b.connectRaw(ctx, t, "2026-07-28")
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "nope__x"}); err != nil || text(res) != "bastion denied: "+loop.ReasonLedger {
 		t.Fatalf("ledger denial: %v %q", err, text(res))
 	}
