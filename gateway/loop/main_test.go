@@ -296,13 +296,19 @@ func must[T any](v T, err error) T {
 // counter reads bastion_gateway_calls_total for one label set.
 func (b *bundle) counter(t *testing.T, server, tool, decision, gate string) float64 {
 	t.Helper()
+	return b.metric(t, "bastion_gateway_calls_total", map[string]string{"server": server, "tool": tool, "decision": decision, "gate": gate})
+}
+
+// metric reads the counter or gauge name for one label set (0 when it has
+// no such series).
+func (b *bundle) metric(t *testing.T, name string, want map[string]string) float64 {
+	t.Helper()
 	mfs, err := b.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"server": server, "tool": tool, "decision": decision, "gate": gate}
 	for _, mf := range mfs {
-		if mf.GetName() != "bastion_gateway_calls_total" {
+		if mf.GetName() != name {
 			continue
 		}
 	next:
@@ -311,6 +317,9 @@ func (b *bundle) counter(t *testing.T, server, tool, decision, gate string) floa
 				if want[lp.GetName()] != lp.GetValue() {
 					continue next
 				}
+			}
+			if g := m.GetGauge(); g != nil {
+				return g.GetValue()
 			}
 			return m.GetCounter().GetValue()
 		}
