@@ -43,9 +43,8 @@ findings. The local operator chooses the URL and is trusted to (there is no
 verified-host registry here), but the egress guard still applies to every
 request the browser makes: without --allow-private only public https
 targets on port 443 are reachable; --allow-private also allows loopback and
-private addresses over http or https on any port, for a local dev server
-(a self-signed certificate is accepted there, and only there). Public hosts
-still need https, metadata endpoints stay refused.
+private addresses over http or https on any port, for a local dev server.
+Public hosts still need https, metadata endpoints stay refused.
 
 Progress goes to stderr. The exit status is 0 when the review completed,
 whatever the grade, and 1 with a typed error line when it could not run.`,
@@ -70,7 +69,7 @@ whatever the grade, and 1 with a typed error line when it could not run.`,
 	fl.StringVar(&f.tokens, "tokens", "", "W3C DTCG design-token file (default: the page's :root custom properties)")
 	fl.StringVar(&f.out, "out", "", "directory to write review.json, panel.html and evidence/*.png into")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON on stdout")
-	fl.BoolVar(&f.allowPrivate, "allow-private", false, "allow loopback/private targets over http or self-signed https (a local dev server)")
+	fl.BoolVar(&f.allowPrivate, "allow-private", false, "allow loopback/private targets over http on any port (a local dev server)")
 	fl.DurationVar(&f.timeout, "timeout", review.DefaultTimeout, "give up on the whole review after this long")
 	return cmd
 }

@@ -96,7 +96,6 @@ func runChromiumWith(t *testing.T, flags []string, pageURL string, before func(c
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
-		chromedp.Flag("disable-component-update", true),
 	)
 	for _, f := range flags {
 		name, value, hasValue := strings.Cut(strings.TrimPrefix(f, "--"), "=")
