@@ -244,13 +244,19 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	}()
 	// RequireAuth: the shared listener serves only capture sessions, so
 	// Chromium's own background traffic gets 407 and has no way out.
-	a.proxy, err = browserproxy.New(b.Guard, browserproxy.Options{AllowHTTP: cfg.AllowPrivate, RequireAuth: true, Logger: cfg.Logger})
+	// PrivateTLS: under AllowPrivate a development server's own https
+	// certificate is accepted for loopback and private addresses only; the
+	// browser trusts the proxy's one in-memory key for them.
+	a.proxy, err = browserproxy.New(b.Guard, browserproxy.Options{AllowHTTP: cfg.AllowPrivate, PrivateTLS: cfg.AllowPrivate, RequireAuth: true, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fault.Wrap(err, fault.Unavailable, "the egress proxy could not start")
 	}
 	copts := capture.Options{Chrome: cfg.Chrome, ProxyAddr: a.proxy.Addr(), Logger: cfg.Logger}
 	if cfg.Demo != nil {
 		copts.IgnoreCertErrorsSPKIList = []string{cfg.Demo.SPKI}
+	}
+	if spki := a.proxy.PrivateTLSSPKI(); spki != "" {
+		copts.IgnoreCertErrorsSPKIList = append(copts.IgnoreCertErrorsSPKIList, spki)
 	}
 	a.pool, err = capture.NewPool(context.WithoutCancel(ctx), copts)
 	if err != nil {

@@ -117,6 +117,13 @@ type Options struct {
 	// upgrades; 0 means DefaultMaxTunnels. Excess tunnels get 429 and are
 	// recorded with RATE_LIMITED.
 	MaxTunnels int
+
+	// PrivateTLS makes the proxy accept a development server's untrusted
+	// certificate for an https destination whose every address is loopback
+	// or private, and only there (see privatetls.go): the browser must
+	// trust PrivateTLSSPKI. It needs a Dialer that can Resolve (the guard).
+	// For `--allow-private` only.
+	PrivateTLS bool
 }
 
 // Blocked is one request the proxy refused.
@@ -135,6 +142,7 @@ type Proxy struct {
 	unexcl func()        // removes ln from excl
 	opts   Options
 	log    *slog.Logger
+	ptls   *privateTLS // or nil without Options.PrivateTLS
 	ln     net.Listener
 	srv    *http.Server
 	anon   *Session // traffic on the shared listener without credentials (RequireAuth false)
@@ -161,11 +169,19 @@ func New(g Dialer, o Options) (*Proxy, error) {
 	if o.MaxTunnels <= 0 {
 		o.MaxTunnels = DefaultMaxTunnels
 	}
+	var ptls *privateTLS
+	if o.PrivateTLS {
+		var err error
+		if ptls, err = newPrivateTLS(); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("browserproxy: listen: %w", err)
 	}
 	p := &Proxy{
+		ptls:     ptls,
 		dialer:   g,
 		opts:     o,
 		log:      o.Logger.With("component", "browserproxy"),
@@ -515,6 +531,15 @@ func (s *Session) serveConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.releaseTunnel()
+	if h, _, _ := net.SplitHostPort(address); s.p.interceptsPrivate(r.Context(), h) {
+		client, err := hijackConnect(w)
+		if err != nil {
+			return
+		}
+		defer func() { _ = client.Close() }()
+		s.servePrivateTLS(client, h, address, shown)
+		return
+	}
 
 	up, err := s.p.dialer.DialContext(r.Context(), "tcp", address)
 	if err != nil {
@@ -543,6 +568,29 @@ func (s *Session) serveConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	splice(r.Context(), client, up, s.p.opts.IdleTimeout)
 }
+
+// hijackConnect answers a CONNECT with 200 and returns the client's
+// connection, bytes it sent early included.
+func hijackConnect(w http.ResponseWriter) (net.Conn, error) {
+	client, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, "tunnel unsupported", http.StatusInternalServerError)
+		return nil, err
+	}
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	return &bufferedConn{Conn: client, r: brw.Reader}, nil
+}
+
+// bufferedConn reads what the server had already buffered first.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // serveHTTP forwards an absolute-form plain http request, including a
 // websocket upgrade.
