@@ -80,16 +80,10 @@ func serveTestPage(b *bundle) {
 	b.mux.HandleFunc("/ws", wsHello)
 }
 
-// runChromium loads pageURL in a fresh headless Chromium launched with
-// flags and waits until the page reports every request settled.
-func runChromium(t *testing.T, flags []string, pageURL string) error {
-	t.Helper()
-	return runChromiumWith(t, flags, pageURL, nil)
-}
-
-// runChromiumWith is runChromium with before run on the page's context
-// ahead of the navigation.
-func runChromiumWith(t *testing.T, flags []string, pageURL string, before func(ctx context.Context) error) error {
+// allocatorOptions launches a fresh headless Chromium with flags (each
+// "--name" or "--name=value", as ChromiumFlags spells them) on chromedp's
+// defaults, and nothing else about the network.
+func allocatorOptions(t *testing.T, flags []string) []chromedp.ExecAllocatorOption {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(testenv.Chromium(t)),
@@ -105,6 +99,21 @@ func runChromiumWith(t *testing.T, flags []string, pageURL string, before func(c
 			opts = append(opts, chromedp.Flag(name, true))
 		}
 	}
+	return opts
+}
+
+// runChromium loads pageURL in a fresh headless Chromium launched with
+// flags and waits until the page reports every request settled.
+func runChromium(t *testing.T, flags []string, pageURL string) error {
+	t.Helper()
+	return runChromiumWith(t, flags, pageURL, nil)
+}
+
+// runChromiumWith is runChromium with before run on the page's context
+// ahead of the navigation.
+func runChromiumWith(t *testing.T, flags []string, pageURL string, before func(ctx context.Context) error) error {
+	t.Helper()
+	opts := allocatorOptions(t, flags)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second) // a cap for loaded CI machines; a run takes 1-8 s
 	defer cancel()
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)

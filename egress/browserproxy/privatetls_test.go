@@ -53,16 +53,7 @@ func TestChromiumPrivateTLS(t *testing.T) {
 	defer s.Close()
 
 	flags := append(browserproxy.ChromiumFlags(s.Addr()), "--ignore-certificate-errors-spki-list="+p.PrivateTLSSPKI())
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(testenv.Chromium(t)), chromedp.UserDataDir(t.TempDir()), chromedp.NoSandbox, chromedp.DisableGPU)
-	for _, f := range flags {
-		name, value, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
-		if value == "" {
-			opts = append(opts, chromedp.Flag(name, true))
-		} else {
-			opts = append(opts, chromedp.Flag(name, value))
-		}
-	}
+	opts := allocatorOptions(t, flags)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second) // a cap for loaded CI machines
 	defer cancel()
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)

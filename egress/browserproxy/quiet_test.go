@@ -67,17 +67,7 @@ func runQuietArm(ctx context.Context, t *testing.T, b *bundle, flags func(addr s
 	t.Cleanup(func() { p.Close() })
 	arm := &quietArm{log: log, session: p.NewSession(), err: make(chan error, 1)}
 	t.Cleanup(arm.session.Close)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(testenv.Chromium(t)), chromedp.UserDataDir(t.TempDir()), chromedp.NoSandbox, chromedp.DisableGPU)
-	for _, f := range flags(p.Addr()) {
-		name, value, hasValue := strings.Cut(strings.TrimPrefix(f, "--"), "=")
-		if hasValue {
-			opts = append(opts, chromedp.Flag(name, value))
-		} else {
-			opts = append(opts, chromedp.Flag(name, true))
-		}
-	}
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	actx, acancel := chromedp.NewExecAllocator(ctx, allocatorOptions(t, flags(p.Addr()))...)
 	t.Cleanup(acancel)
 	bctx, bcancel := chromedp.NewContext(actx)
 	t.Cleanup(bcancel)
