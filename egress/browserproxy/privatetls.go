@@ -176,7 +176,13 @@ func (s *Session) servePrivateTLS(client net.Conn, host, address, shown string) 
 		ErrorLog: s.rp.ErrorLog,
 	}
 	ln := &oneConnListener{conn: conn, done: make(chan struct{})}
+	// A websocket upgrade hijacks the connection and is copied inside its
+	// handler, so the connection is released only when handlers are done.
+	var inFlight sync.WaitGroup
+	defer inFlight.Wait()
 	srv := s.p.newServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Done()
 		r.Body = http.MaxBytesReader(w, r.Body, s.p.opts.MaxBodyBytes)
 		rp.ServeHTTP(w, r)
 	}))
