@@ -10,7 +10,9 @@
 // check plus the tenant's verified-host registry; the unsafe demo wiring
 // (Config.Demo) is off unless a caller sets it, and it changes only where one
 // stub host resolves, where its classified address is dialed and which one
-// certificate the browser trusts.
+// certificate the browser trusts. Under AllowPrivate the browser also trusts
+// the egress proxy's own in-memory key, which the proxy presents only for
+// loopback and private https destinations (browserproxy.Options.PrivateTLS).
 package app
 
 import (
