@@ -10,7 +10,9 @@
 // check plus the tenant's verified-host registry; the unsafe demo wiring
 // (Config.Demo) is off unless a caller sets it, and it changes only where one
 // stub host resolves, where its classified address is dialed and which one
-// certificate the browser trusts.
+// certificate the browser trusts. Under AllowPrivate the browser also trusts
+// the egress proxy's own in-memory key, which the proxy presents only for
+// loopback and private https destinations (browserproxy.Options.PrivateTLS).
 package app
 
 import (
@@ -285,13 +287,19 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	}()
 	// RequireAuth: the shared listener serves only capture sessions, so
 	// Chromium's own background traffic gets 407 and has no way out.
-	a.proxy, err = browserproxy.New(b.Guard, browserproxy.Options{AllowHTTP: cfg.AllowPrivate, RequireAuth: true, Logger: cfg.Logger})
+	// PrivateTLS: under AllowPrivate a development server's own https
+	// certificate is accepted for loopback and private addresses only; the
+	// browser trusts the proxy's one in-memory key for them.
+	a.proxy, err = browserproxy.New(b.Guard, browserproxy.Options{AllowHTTP: cfg.AllowPrivate, PrivateTLS: cfg.AllowPrivate, RequireAuth: true, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fault.Wrap(err, fault.Unavailable, "the egress proxy could not start")
 	}
 	copts := capture.Options{Chrome: cfg.Chrome, ProxyAddr: a.proxy.Addr(), Logger: cfg.Logger}
 	if cfg.Demo != nil {
 		copts.IgnoreCertErrorsSPKIList = []string{cfg.Demo.SPKI}
+	}
+	if spki := a.proxy.PrivateTLSSPKI(); spki != "" {
+		copts.IgnoreCertErrorsSPKIList = append(copts.IgnoreCertErrorsSPKIList, spki)
 	}
 	a.pool, err = capture.NewPool(context.WithoutCancel(ctx), copts)
 	if err != nil {

@@ -48,7 +48,7 @@ func (a Authorizer) AuthorizeTarget(ctx context.Context, tenant, rawURL string) 
 	}
 	pt, perr := a.Guard.Check(ctx, rawURL)
 	switch {
-	case perr == nil && allPrivate(pt):
+	case perr == nil && egress.AllPrivate(pt.Addrs):
 		return pt.URL.String(), pt.Host, nil
 	case perr != nil && (fault.Is(perr, fault.URLNotAllowed) || isLiteral(rawURL)):
 		// The policy's own reason (a public http URL, one of bastion's
@@ -57,17 +57,6 @@ func (a Authorizer) AuthorizeTarget(ctx context.Context, tenant, rawURL string) 
 		return "", "", perr
 	}
 	return "", "", err
-}
-
-// allPrivate reports whether every address of t is of a non-public class
-// (the guard has already refused metadata, reserved and the like).
-func allPrivate(t egress.Target) bool {
-	for _, a := range t.Addrs {
-		if egress.Classify(a) == egress.Public {
-			return false
-		}
-	}
-	return len(t.Addrs) > 0
 }
 
 // PrivateTargetHint returns the refusal of a URL that names a development

@@ -75,6 +75,20 @@ func (c Class) private() bool {
 	return false
 }
 
+// AllPrivate reports whether addrs is not empty and every address in it is
+// of a class Policy.AllowPrivate opens (loopback, RFC 1918, CGNAT, ULA,
+// link-local, metadata excluded): a local development server. It is the one
+// test of "every address is loopback or private" that the target rule and
+// the browser proxy share.
+func AllPrivate(addrs []netip.Addr) bool {
+	for _, a := range addrs {
+		if !Classify(a).private() {
+			return false
+		}
+	}
+	return len(addrs) > 0
+}
+
 // Classify reports the egress class of a. It is pure and does not allocate.
 //
 // a is unmapped first, and an IPv4 address embedded in an IPv6 one is unwrapped

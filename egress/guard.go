@@ -10,6 +10,8 @@
 //   - A host is resolved once; if any answer is prohibited the whole answer
 //     set is rejected (DNS rebinding), and only an already-classified address
 //     is dialed, re-checked at connect time in net.Dialer.Control.
+//   - bastion's own listeners (ExcludeListener) are never a target and never
+//     dialed, whatever the policy.
 //   - HTTP_PROXY and friends are never consulted.
 //   - Failures are *fault.Error values in the peer's vocabulary whose messages
 //     never name the internal address a host resolved to; the class is logged.
@@ -80,7 +82,8 @@ type Target struct {
 }
 
 // Guard applies a Policy. It is safe for concurrent use; its fields are set
-// once by NewGuard and never change.
+// once by NewGuard and never change, except the set of bastion's own
+// listeners (ExcludeListener), which has its own lock.
 type Guard struct {
 	policy   Policy
 	resolver Resolver

@@ -52,7 +52,7 @@ func toolDefs() []toolDef {
 	return []toolDef{{
 		name:  ToolReview,
 		title: "Submit design review",
-		description: "Submit an asynchronous, metered design review of a preview: a tenant-verified https host, or, when the server runs with --allow-private, a local development server (loopback or private address, http or https, self-signed certificates accepted). " +
+		description: "Submit an asynchronous, metered design review of a preview: a tenant-verified https host, or, when the server runs with --allow-private, a local development server (every address loopback or private; http, or https with its own self-signed certificate). " +
 			"bastion loads each requested route at each viewport in an isolated headless Chromium behind its egress guard " +
 			"and judges the capture with measured design checks (contrast, overflow, clipping, overlap, tap targets, " +
 			"design-token conformance and more); no model is involved, and this tool never edits code. " +

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -252,5 +255,35 @@ func TestReachDevServerCLI(t *testing.T) {
 	checkReached(t, "CLI", res)
 	if t.Failed() {
 		t.Logf("stderr:\n%s\nstdout:\n%.3000s", stderr, stdout)
+	}
+}
+
+// TestReachSelfSignedDevServerCLI: a dev server on https with a self-signed
+// certificate (httptest's) is reviewed by `bastion review --allow-private`:
+// the proxy accepts its certificate because every address is loopback.
+func TestReachSelfSignedDevServerCLI(t *testing.T) {
+	testenv.Chromium(t)
+	t.Parallel()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/pricing" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, devPricing)
+	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	stdout, stderr, code := runReviewCmd(t, "review", srv.URL+"/pricing", "--allow-private", "--viewports", "mobile", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	var res reachResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("stdout is not the JSON result: %v\n%s", err, stdout)
+	}
+	if !slices.Equal(res.Coverage.RoutesReviewed, []string{"/pricing"}) || len(res.Findings) == 0 {
+		t.Errorf("self-signed dev server: reviewed %q with %d findings; stderr:\n%s\nstdout:\n%.2000s", res.Coverage.RoutesReviewed, len(res.Findings), stderr, stdout)
 	}
 }

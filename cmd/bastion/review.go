@@ -54,9 +54,10 @@ findings. The local operator chooses the URL and is trusted to (there is no
 verified-host registry here), but the egress guard still applies to every
 request the browser makes: without --allow-private only public https
 targets on port 443 are reachable; --allow-private also allows loopback and
-private addresses over http or https on any port, for a local dev server
-(a self-signed certificate is accepted there, and only there). Public hosts
-still need https, metadata endpoints stay refused.
+private addresses over http or https on any port, for a local dev server,
+whose own https certificate (self-signed, a local CA's) is accepted there and
+only there. Public hosts still need https and a valid certificate; metadata
+endpoints stay refused.
 
 Progress goes to stderr. The exit status is 0 when every requested route
 and viewport was reviewed, whatever the grade; 3 when the review ran but
@@ -87,7 +88,7 @@ makes this 0); and 1 with a typed error line when it could not run.`,
 	fl.StringVar(&f.tokens, "tokens", "", "W3C DTCG design-token file (default: the page's :root custom properties)")
 	fl.StringVar(&f.out, "out", "", "directory to write review.json, panel.html and evidence/*.png into")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON on stdout")
-	fl.BoolVar(&f.allowPrivate, "allow-private", false, "allow loopback/private targets over http or self-signed https (a local dev server)")
+	fl.BoolVar(&f.allowPrivate, "allow-private", false, "allow loopback/private targets over http, or https with a self-signed certificate, on any port (a local dev server)")
 	fl.DurationVar(&f.timeout, "timeout", review.DefaultTimeout, "give up on the whole review after this long (captures wait for a free browser tab within it)")
 	fl.BoolVar(&f.allowPartial, "allow-partial", false, "exit 0 even when some route or viewport could not be reviewed")
 	return cmd
@@ -126,12 +127,16 @@ func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f r
 
 	// RequireAuth: the shared listener serves only capture sessions, so
 	// Chromium's own background traffic has no way out.
-	proxy, err := browserproxy.New(guard, browserproxy.Options{AllowHTTP: f.allowPrivate, RequireAuth: true, Logger: logger})
+	proxy, err := browserproxy.New(guard, browserproxy.Options{AllowHTTP: f.allowPrivate, PrivateTLS: f.allowPrivate, RequireAuth: true, Logger: logger})
 	if err != nil {
 		return fault.Wrap(err, fault.Unavailable, "the egress proxy could not start")
 	}
 	defer proxy.Close()
-	pool, err := capture.NewPool(ctx, capture.Options{ProxyAddr: proxy.Addr(), Logger: logger})
+	copts := capture.Options{ProxyAddr: proxy.Addr(), Logger: logger}
+	if spki := proxy.PrivateTLSSPKI(); spki != "" {
+		copts.IgnoreCertErrorsSPKIList = []string{spki} // for loopback and private https only: see browserproxy
+	}
+	pool, err := capture.NewPool(ctx, copts)
 	if err != nil {
 		return fault.Wrap(err, fault.Unavailable, "no browser: install chromium or set BASTION_CHROME")
 	}

@@ -80,6 +80,28 @@ func serveTestPage(b *bundle) {
 	b.mux.HandleFunc("/ws", wsHello)
 }
 
+// allocatorOptions launches a fresh headless Chromium with flags (each
+// "--name" or "--name=value", as ChromiumFlags spells them) on chromedp's
+// defaults, and nothing else about the network.
+func allocatorOptions(t *testing.T, flags []string) []chromedp.ExecAllocatorOption {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(testenv.Chromium(t)),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+	)
+	for _, f := range flags {
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if hasValue {
+			opts = append(opts, chromedp.Flag(name, value))
+		} else {
+			opts = append(opts, chromedp.Flag(name, true))
+		}
+	}
+	return opts
+}
+
 // runChromium loads pageURL in a fresh headless Chromium launched with
 // flags and waits until the page reports every request settled.
 func runChromium(t *testing.T, flags []string, pageURL string) error {
@@ -91,21 +113,7 @@ func runChromium(t *testing.T, flags []string, pageURL string) error {
 // ahead of the navigation.
 func runChromiumWith(t *testing.T, flags []string, pageURL string, before func(ctx context.Context) error) error {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(testenv.Chromium(t)),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-component-update", true),
-	)
-	for _, f := range flags {
-		name, value, hasValue := strings.Cut(strings.TrimPrefix(f, "--"), "=")
-		if hasValue {
-			opts = append(opts, chromedp.Flag(name, value))
-		} else {
-			opts = append(opts, chromedp.Flag(name, true))
-		}
-	}
+	opts := allocatorOptions(t, flags)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second) // a cap for loaded CI machines; a run takes 1-8 s
 	defer cancel()
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)

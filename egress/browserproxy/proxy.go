@@ -117,6 +117,13 @@ type Options struct {
 	// upgrades; 0 means DefaultMaxTunnels. Excess tunnels get 429 and are
 	// recorded with RATE_LIMITED.
 	MaxTunnels int
+
+	// PrivateTLS makes the proxy accept a development server's untrusted
+	// certificate for an https destination whose every address is loopback
+	// or private, and only there (see privatetls.go): the browser must
+	// trust PrivateTLSSPKI. It needs a Dialer that can Resolve (the guard).
+	// For `--allow-private` only.
+	PrivateTLS bool
 }
 
 // Blocked is one request the proxy refused.
@@ -135,6 +142,7 @@ type Proxy struct {
 	unexcl func()        // removes ln from excl
 	opts   Options
 	log    *slog.Logger
+	ptls   *privateTLS // or nil without Options.PrivateTLS
 	ln     net.Listener
 	srv    *http.Server
 	anon   *Session // traffic on the shared listener without credentials (RequireAuth false)
@@ -161,11 +169,19 @@ func New(g Dialer, o Options) (*Proxy, error) {
 	if o.MaxTunnels <= 0 {
 		o.MaxTunnels = DefaultMaxTunnels
 	}
+	var ptls *privateTLS
+	if o.PrivateTLS {
+		var err error
+		if ptls, err = newPrivateTLS(); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("browserproxy: listen: %w", err)
 	}
 	p := &Proxy{
+		ptls:     ptls,
 		dialer:   g,
 		opts:     o,
 		log:      o.Logger.With("component", "browserproxy"),
@@ -515,6 +531,15 @@ func (s *Session) serveConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.releaseTunnel()
+	if h, _, _ := net.SplitHostPort(address); s.p.interceptsPrivate(r.Context(), h) {
+		client, err := hijackConnect(w)
+		if err != nil {
+			return
+		}
+		defer func() { _ = client.Close() }()
+		s.servePrivateTLS(client, h, address, shown)
+		return
+	}
 
 	up, err := s.p.dialer.DialContext(r.Context(), "tcp", address)
 	if err != nil {
@@ -543,6 +568,29 @@ func (s *Session) serveConnect(w http.ResponseWriter, r *http.Request) {
 	}
 	splice(r.Context(), client, up, s.p.opts.IdleTimeout)
 }
+
+// hijackConnect answers a CONNECT with 200 and returns the client's
+// connection, bytes it sent early included.
+func hijackConnect(w http.ResponseWriter) (net.Conn, error) {
+	client, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, "tunnel unsupported", http.StatusInternalServerError)
+		return nil, err
+	}
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	return &bufferedConn{Conn: client, r: brw.Reader}, nil
+}
+
+// bufferedConn reads what the server had already buffered first.
+type bufferedConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // serveHTTP forwards an absolute-form plain http request, including a
 // websocket upgrade.
@@ -775,26 +823,85 @@ func splice(ctx context.Context, a, b net.Conn, idle time.Duration) {
 }
 
 // ChromiumFlags returns the switches that leave Chromium no way out but the
-// proxy at addr (a Proxy or Session address):
+// proxy at addr (a Proxy or Session address), and no request of its own to
+// send there. It is the one list: a launcher passes every entry as given.
 //
+// The way out:
 //   - --proxy-server sends every http, https, ws and wss request to the proxy;
 //   - --proxy-bypass-list=<-loopback> removes Chromium's implicit bypass of
 //     localhost and 127.0.0.0/8, so loopback URLs reach the guard too;
 //   - --disable-quic: QUIC (UDP) would not go through an HTTP proxy;
-//   - --force-webrtc-ip-handling-policy=disable_non_proxied_udp: no WebRTC
-//     UDP around the proxy;
-//   - --dns-prefetch-disable and --disable-background-networking: no lookups
-//     or fetches of Chromium's own.
+//   - --force-webrtc-ip-handling-policy and --webrtc-ip-handling-policy
+//     (disable_non_proxied_udp): no WebRTC UDP around the proxy;
+//   - --dns-prefetch-disable: no lookups of Chromium's own.
 //
-// Launch flags the capture adds itself (--headless, --no-sandbox, a fresh
-// --user-data-dir...) are not included.
-func ChromiumFlags(addr string) []string {
+// No requests of the browser's own, so that only the page's requests reach
+// a capture's session and its blocked list (each of these was seen at the
+// proxy without its switch):
+//   - --disable-background-networking, --disable-component-update,
+//     --disable-field-trial-config: component and variations downloads;
+//   - --disable-sync, --disable-domain-reliability, --no-pings,
+//     --metrics-recording-only, --disable-breakpad: sync, reliability
+//     beacons, hyperlink auditing pings, metrics and crash uploads;
+//   - --disable-client-side-phishing-detection,
+//     --safebrowsing-disable-auto-update: Safe Browsing models and lists;
+//   - --disable-extensions, --disable-default-apps,
+//     --disable-component-extensions-with-background-pages, --no-first-run,
+//     --no-default-browser-check, --no-service-autorun,
+//     --disable-search-engine-choice-screen: extension updates and first-run
+//     fetches;
+//   - --disable-features= AutofillServerCommunication (the form-signature
+//     query to content-autofill.googleapis.com that a page with a form
+//     triggers in the page's own browser context), the OptimizationHints
+//     family (optimizationguide-pa.googleapis.com), NetworkTimeServiceQuerying
+//     (clients2.google.com/time), Translate, MediaRouter and
+//     DialMediaRouteProvider, CertificateTransparencyComponentUpdater.
+//
+// Chromium honours only the last --disable-features switch, so the launcher
+// names the features it disables for its own reasons in extraDisabled: they
+// join this list in the one switch. Launch flags that are not about the
+// network (--headless, --no-sandbox, a fresh --user-data-dir, rendering) are
+// the launcher's.
+//
+// One request cannot be switched off: the default (regular) profile asks
+// accounts.google.com for its signed-in accounts once its network is up, and
+// update.googleapis.com for an on-demand component. A capture runs in a
+// browser context of its own whose proxy is its Session, so these go to the
+// launch-level proxy given here; with Options.RequireAuth they get 407 on
+// the shared listener and reach no session and no site.
+func ChromiumFlags(addr string, extraDisabled ...string) []string {
+	features := append([]string{
+		"AutofillServerCommunication",
+		"OptimizationHints", "OptimizationHintsFetching", "OptimizationGuideModelDownloading", "OptimizationTargetPrediction",
+		"NetworkTimeServiceQuerying",
+		"Translate",
+		"MediaRouter", "DialMediaRouteProvider",
+		"CertificateTransparencyComponentUpdater",
+	}, extraDisabled...)
 	return []string{
 		"--proxy-server=http://" + addr,
 		"--proxy-bypass-list=<-loopback>",
 		"--disable-quic",
 		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+		"--webrtc-ip-handling-policy=disable_non_proxied_udp",
 		"--dns-prefetch-disable",
 		"--disable-background-networking",
+		"--disable-component-update",
+		"--disable-field-trial-config",
+		"--disable-sync",
+		"--disable-domain-reliability",
+		"--no-pings",
+		"--metrics-recording-only",
+		"--disable-breakpad",
+		"--disable-client-side-phishing-detection",
+		"--safebrowsing-disable-auto-update",
+		"--disable-extensions",
+		"--disable-default-apps",
+		"--disable-component-extensions-with-background-pages",
+		"--no-first-run",
+		"--no-default-browser-check",
+		"--no-service-autorun",
+		"--disable-search-engine-choice-screen",
+		"--disable-features=" + strings.Join(features, ","),
 	}
 }

@@ -545,14 +545,33 @@ func TestNotAProxyRequest(t *testing.T) {
 }
 
 func ExampleChromiumFlags() {
-	fmt.Println(strings.Join(browserproxy.ChromiumFlags("127.0.0.1:8080"), "\n"))
+	// The launcher's own disabled features join the one --disable-features.
+	fmt.Println(strings.Join(browserproxy.ChromiumFlags("127.0.0.1:8080", "site-per-process"), "\n"))
 	// Output:
 	// --proxy-server=http://127.0.0.1:8080
 	// --proxy-bypass-list=<-loopback>
 	// --disable-quic
 	// --force-webrtc-ip-handling-policy=disable_non_proxied_udp
+	// --webrtc-ip-handling-policy=disable_non_proxied_udp
 	// --dns-prefetch-disable
 	// --disable-background-networking
+	// --disable-component-update
+	// --disable-field-trial-config
+	// --disable-sync
+	// --disable-domain-reliability
+	// --no-pings
+	// --metrics-recording-only
+	// --disable-breakpad
+	// --disable-client-side-phishing-detection
+	// --safebrowsing-disable-auto-update
+	// --disable-extensions
+	// --disable-default-apps
+	// --disable-component-extensions-with-background-pages
+	// --no-first-run
+	// --no-default-browser-check
+	// --no-service-autorun
+	// --disable-search-engine-choice-screen
+	// --disable-features=AutofillServerCommunication,OptimizationHints,OptimizationHintsFetching,OptimizationGuideModelDownloading,OptimizationTargetPrediction,NetworkTimeServiceQuerying,Translate,MediaRouter,DialMediaRouteProvider,CertificateTransparencyComponentUpdater,site-per-process
 }
 
 // BenchmarkForward measures one plain-http request through the proxy and

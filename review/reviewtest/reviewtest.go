@@ -344,12 +344,13 @@ func ChromiumEngine(t testing.TB) *local.Engine {
 	chrome := testenv.Chromium(t)
 	quiet := slog.New(slog.DiscardHandler)
 	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowPrivate: true}, egress.StaticResolver{})
-	proxy, err := browserproxy.New(guard, browserproxy.Options{AllowHTTP: true, RequireAuth: true, Logger: quiet})
+	proxy, err := browserproxy.New(guard, browserproxy.Options{AllowHTTP: true, PrivateTLS: true, RequireAuth: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	pool, err := capture.NewPool(context.Background(), capture.Options{Chrome: chrome, ProxyAddr: proxy.Addr(), Logger: quiet})
+	pool, err := capture.NewPool(context.Background(), capture.Options{Chrome: chrome, ProxyAddr: proxy.Addr(), Logger: quiet,
+		IgnoreCertErrorsSPKIList: []string{proxy.PrivateTLSSPKI()}})
 	if err != nil {
 		t.Fatal(err)
 	}
