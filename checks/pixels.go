@@ -227,11 +227,18 @@ func readBackground(painted, bare image.Image, e *Element) (*Sampled, bool) {
 	if len(px) == 0 {
 		return nil, false
 	}
-	ratio := func(bg tokens.Color) float64 { return tokens.Contrast(fg.Over(bg), bg) }
-	sort.SliceStable(px, func(a, b int) bool { return ratio(px[a]) < ratio(px[b]) })
-	out.Pixels = len(px)
-	out.Bg = px[len(px)/2].Hex()
-	out.Worst = px[len(px)/10].Hex()
+	type ranked struct {
+		bg    tokens.Color
+		ratio float64
+	}
+	rs := make([]ranked, len(px))
+	for k, bg := range px {
+		rs[k] = ranked{bg, tokens.Contrast(fg.Over(bg), bg)}
+	}
+	sort.SliceStable(rs, func(a, b int) bool { return rs[a].ratio < rs[b].ratio })
+	out.Pixels = len(rs)
+	out.Bg = rs[len(rs)/2].bg.Hex()
+	out.Worst = rs[len(rs)/10].bg.Hex()
 	return out, true
 }
 

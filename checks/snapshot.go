@@ -178,8 +178,9 @@ var collectJS string
 
 // Collect measures the page loaded in the chromedp tab ctx, which the caller
 // has already sized to vp and waited on (load, fonts, stable layout). It runs
-// the in-page collector, then asks CDP for rendered fonts and the
-// accessibility tree. The page's scroll position is restored.
+// the in-page collector, reads the pixels under the texts whose background
+// the styles cannot give (samplePixels), then asks CDP for rendered fonts
+// and the accessibility tree. The page's scroll position is restored.
 func Collect(ctx context.Context, vp engine.Viewport) (*Snapshot, error) {
 	if _, _, ok := vp.Size(); !ok {
 		return nil, fault.New(fault.InvalidArgument, "unknown viewport %q", vp)
@@ -277,6 +278,9 @@ var controlRoles = map[string]bool{
 	"DisclosureTriangle": true, "doc-backlink": true, "doc-biblioref": true, "doc-glossref": true, "doc-noteref": true,
 }
 
+// authorRoles names Chromium's internal roles the way an author knows them.
+var authorRoles = map[string]string{"DisclosureTriangle": "summary", "PopUpButton": "select"}
+
 // hasName reports whether n has an accessible name an author gave it.
 // Chromium names an <input type=image> without alt "Submit" from its type
 // attribute: that default says nothing of the button's purpose, so it is
@@ -297,7 +301,8 @@ func hasName(n *accessibility.Node) bool {
 }
 
 // selectorFn computes, in the page, the selector of `this` the way the
-// collector does (an id, a data-testid, or a verified child path).
+// collector does (an id, a data-testid, or a verified child path; inside a
+// shadow tree, the host's selector, " >>> " and a path in the root).
 const selectorFn = `function () {
   const sel = (e) => {
     if (e === document.documentElement) return 'html';
@@ -316,9 +321,26 @@ const selectorFn = `function () {
     if (n > 1) seg += ':nth-of-type(' + k + ')';
     return sel(p) + ' > ' + seg;
   };
+  // In a shadow tree: the host's selector, " >>> ", and a path unique in
+  // the shadow root, as the collector names it.
+  const shadow = (e) => {
+    const root = e.getRootNode();
+    if (root === document) return document.querySelector(sel(e)) === e ? sel(e) : '';
+    const hs = shadow(root.host);
+    const local = (x) => {
+      if (x.id && root.querySelectorAll('#' + CSS.escape(x.id)).length === 1) return '#' + CSS.escape(x.id);
+      const p = x.parentElement;
+      let seg = CSS.escape(x.localName);
+      if (!p) return seg;
+      let n = 0, k = 0;
+      for (const c of p.children) if (c.localName === x.localName) { n++; if (c === x) k = n; }
+      if (n > 1) seg += ':nth-of-type(' + k + ')';
+      return local(p) + ' > ' + seg;
+    };
+    return hs ? hs + ' >>> ' + local(e) : '';
+  };
   const r = this.getBoundingClientRect();
-  const s = sel(this);
-  return JSON.stringify({sel: document.querySelector(s) === this ? s : '', x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height});
+  return JSON.stringify({sel: shadow(this), x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height});
 }`
 
 // collectUnnamed reads the accessibility tree for controls without a name.
@@ -359,6 +381,9 @@ func collectUnnamed(ctx context.Context, s *Snapshot) error {
 		}
 		if json.Unmarshal([]byte(str), &got) != nil || got.Sel == "" {
 			continue
+		}
+		if r, ok := authorRoles[role]; ok {
+			role = r
 		}
 		s.Unnamed = append(s.Unnamed, Unnamed{Selector: got.Sel, Role: role, Box: engine.Rect{X: got.X, Y: got.Y, W: got.W, H: got.H}})
 	}
