@@ -307,7 +307,7 @@ func prepare(ctx context.Context, vp engine.Viewport, w, h int) error {
 			return err
 		},
 		func() error {
-			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: freezeScript})
+			_, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: FreezeScript})
 			return err
 		},
 		func() error {

@@ -1,15 +1,21 @@
 package capture
 
-// freezeScript runs in every new document before the page's own scripts. It
+// FreezeScript runs in every new document before the page's own scripts. It
 // adopts a constructed style sheet that ends animations and transitions at
 // once (their resting state is what a user sees) and stops caret blinking
 // and smooth scrolling. A constructed sheet is not a node in the document,
 // so checks that walk the DOM or document.styleSheets never see it; it is
 // marked with data so a check can recognise it in document.adoptedStyleSheets.
-const freezeScript = `(() => {
+// It is exported so tests that drive a browser of their own load pages the
+// way a capture does.
+//
+// The rule skips <area>: Chromium drops an image map's area links from the
+// accessibility tree when an author rule styles them, and an area is never
+// animated. :where keeps the rule's specificity at zero, as * has.
+const FreezeScript = `(() => {
   try {
     const s = new CSSStyleSheet();
-    s.replaceSync("/* bastion-capture-freeze */ *, *::before, *::after { animation-duration: 0s !important; animation-delay: 0s !important; animation-iteration-count: 1 !important; transition-duration: 0s !important; transition-delay: 0s !important; caret-color: transparent !important; scroll-behavior: auto !important; }");
+    s.replaceSync("/* bastion-capture-freeze */ :where(:not(area)), :where(:not(area))::before, :where(:not(area))::after { animation-duration: 0s !important; animation-delay: 0s !important; animation-iteration-count: 1 !important; transition-duration: 0s !important; transition-delay: 0s !important; caret-color: transparent !important; scroll-behavior: auto !important; }");
     Object.defineProperty(s, "bastionCapture", { value: true });
     document.adoptedStyleSheets = [...document.adoptedStyleSheets, s];
   } catch (e) {}

@@ -23,6 +23,7 @@
     elements: [], overlaps: [], token_uses: [], themes: [], fonts_failed: [], fonts_loaded: [], truncated: false,
     origin: location.origin === 'null' ? '' : location.origin,
   };
+  let nodesOut = [];
   const r1 = (v) => Math.round(v * 10) / 10;
   const rect = (r) => ({ x: r1(r.left + sx0), y: r1(r.top + sy0), w: r1(r.width), h: r1(r.height) });
 
@@ -44,6 +45,7 @@
   const selMemo = new Map();
   const selector = (e) => {
     if (selMemo.has(e)) return selMemo.get(e);
+    if (e.getRootNode() !== document) { const sh = shadowSelector(e); selMemo.set(e, sh); return sh; }
     let s;
     const tag = e.localName;
     if (e === de) s = 'html';
@@ -74,6 +76,40 @@
     return s;
   };
   const quirks = document.compatMode !== 'CSS1Compat';
+  // --- shadow trees: the walk follows the composed (rendered) tree, into
+  // open shadow roots and through slots to what they render.
+  const composedChildren = (e) => {
+    if (e.shadowRoot) return e.shadowRoot.children;
+    if (e.localName === 'slot') {
+      const a = e.assignedElements({ flatten: true });
+      return a.length || e.assignedNodes().length ? a : e.children;
+    }
+    return e.children;
+  };
+  const inShadow = (e) => e.getRootNode() !== document;
+  // shadowSelector names an element of a shadow tree as its host's
+  // selector, " >>> ", and a path unique within the shadow root.
+  const shadowSelector = (e) => {
+    const root = e.getRootNode();
+    const host = root.host;
+    const hs = inShadow(host) ? shadowSelector(host) : selector(host);
+    if (!hs) return '';
+    const local = (x) => {
+      if (x.id && root.querySelectorAll('#' + CSS.escape(x.id)).length === 1) return '#' + CSS.escape(x.id);
+      const p = x.parentElement;
+      let seg = CSS.escape(x.localName);
+      if (!p) return seg;
+      const [k, n] = nthOfType(p, x);
+      if (n > 1) seg += ':nth-of-type(' + k + ')';
+      return local(p) + ' > ' + seg;
+    };
+    return hs + ' >>> ' + local(e);
+  };
+  // hitRoot is where hit tests for e run: its shadow root, so the answer
+  // is not retargeted to the host.
+  const hitRoot = (e) => { const r = e.getRootNode(); return r.elementsFromPoint ? r : document; };
+  // composedParent steps up the rendered tree, out of shadow roots.
+  const composedParent = (a) => a.assignedSlot || a.parentElement || (a.parentNode && a.parentNode.host) || null;
   // nthOfType returns e's 1-based index among its parent's children of the
   // same tag and their count, indexing each parent's children once.
   const nthMemo = new Map();
@@ -244,6 +280,7 @@
     // --- the walk.
     const els = out.elements;
     const nodeOf = [];
+    nodesOut = nodeOf;
     const indexOf = new Map();
     const INTERACTIVE_ROLES = /^(button|link|checkbox|radio|switch|tab|menuitem|menuitemcheckbox|menuitemradio|option|combobox|textbox|searchbox|slider|spinbutton)$/;
     const SKIP = new Set(['script', 'style', 'link', 'meta', 'head', 'title', 'noscript', 'template', 'br', 'wbr', 'base', 'iframe']);
@@ -277,6 +314,58 @@
         }
       }
       return chars ? { rects, chars } : null;
+    };
+    // --- what the contrast exceptions need to know about a text.
+    // inactiveText: the text is part of, or names, an inactive control:
+    // inside a disabled or aria-disabled element, a label of a disabled
+    // control, the aria-labelledby target of one, or a control a framework
+    // marks inactive with a "disabled" class.
+    const labelsOfInactive = new Set();
+    for (const c of document.querySelectorAll('[aria-labelledby]')) {
+      if (!c.matches(':disabled, [aria-disabled="true"]')) continue;
+      for (const id of (c.getAttribute('aria-labelledby') || '').split(/\s+/)) {
+        const l = id && document.getElementById(id);
+        if (l) labelsOfInactive.add(l);
+      }
+    }
+    const inactiveText = (e) => {
+      if (e.closest(':disabled, [aria-disabled="true"]')) return true;
+      for (let a = e; a; a = a.parentElement) {
+        if (labelsOfInactive.has(a)) return true;
+        if (a.localName === 'label' && a.control && a.control.disabled) return true;
+        if (a.classList && a.classList.contains('disabled') && controlRole(a)) return true;
+      }
+      return false;
+    };
+    // glyphText says when a text is not language: "symbols" when it has no
+    // letter or digit (icon-font glyphs, ×, →), "single" when it is one
+    // lone non-digit character such as a close button's X.
+    const glyphText = (e) => {
+      let t = '';
+      for (const n of e.childNodes) if (n.nodeType === 3) t += n.data;
+      t = t.trim();
+      if (!t) return '';
+      if (!/[\p{L}\p{N}]/u.test(t.replace(/[\u{E000}-\u{F8FF}]/gu, ''))) return 'symbols';
+      if ([...t].length === 1 && !/\p{N}/u.test(t)) return 'single';
+      return '';
+    };
+    // logoText: the text is part of a logotype (a logo or brand element).
+    const LOGO = /^(logo|brand|logotype|wordmark|navbar-brand|site-logo|site-brand)$|[-_](logo|brand)$/i;
+    const logoText = (e) => {
+      for (let a = e, k = 0; a && k < 6; a = a.parentElement, k++) {
+        if (a.id && LOGO.test(a.id)) return true;
+        if (a.classList) for (const c of a.classList) if (LOGO.test(c)) return true;
+      }
+      return false;
+    };
+    // lineBox trims a text rect (its font's content area) to the line box
+    // its line-height gives, which is what a box sized to the line-height
+    // holds on purpose; lineBoxHeight is NaN for line-height: normal.
+    const lineBoxHeight = (el) => parseFloat(getComputedStyle(el).lineHeight);
+    const lineBox = (r, lh) => {
+      if (!(lh > 0) || lh >= r.height) return r;
+      const mid = (r.top + r.bottom) / 2;
+      return { left: r.left, right: r.right, width: r.width, top: mid - lh / 2, bottom: mid + lh / 2, height: lh };
     };
     const inlineInText = (e) => {
       let blk = e.parentElement;
@@ -346,7 +435,7 @@
       if (cs.display === 'none') return;
       const pcs = parent >= 0 ? getComputedStyle(nodeOf[parent]) : null;
       if (cs.display === 'contents') {
-        for (const c of e.children) visit(c, parent, ctx, depth + 1);
+        for (const c of composedChildren(e)) visit(c, parent, ctx, depth + 1);
         return;
       }
       const br = e.getBoundingClientRect();
@@ -430,7 +519,10 @@
           rects: t.rects, chars: t.chars, weight: parseInt(cs.fontWeight, 10) || 400, family: cs.fontFamily, color: cs.color,
         };
         if (cs.textShadow !== 'none') rec.text.shadow = true;
-        if (e.closest(':disabled, [aria-disabled="true"]') || (tag === 'label' && e.control && e.control.disabled)) rec.text.disabled = true;
+        if (inactiveText(e)) rec.text.disabled = true;
+        const glyphs = glyphText(e);
+        if (glyphs) rec.text.glyphs = glyphs;
+        if (logoText(e)) rec.text.logo = true;
         if (/^h[1-6]$/.test(tag)) rec.heading = parseInt(tag[1], 10);
       } else if (/^h[1-6]$/.test(tag)) rec.heading = parseInt(tag[1], 10);
 
@@ -473,7 +565,9 @@
           if (!ok || getComputedStyle(n.parentElement).visibility !== 'visible') continue;
           const range = document.createRange();
           range.selectNodeContents(n);
-          for (const r of range.getClientRects()) {
+          const lh = lineBoxHeight(n.parentElement);
+          for (const cr0 of range.getClientRects()) {
+            const r = lineBox(cr0, lh);
             if (r.width < 1 || r.height < 1) continue;
             const inX = r.right > left + 1 && r.left < right - 1, inY = r.bottom > top + 1 && r.top < bottom - 1;
             if (inX && inY) visible = true;
@@ -504,7 +598,7 @@
         control: role && ctx.control < 0 ? i : ctx.control,
         oos,
       };
-      for (const c of e.children) visit(c, i, child, depth + 1);
+      for (const c of composedChildren(e)) visit(c, i, child, depth + 1);
     };
     visit(de, -1, { opacity: 1, fixed: false, scroller: false, clipX: false, clipY: false, transformed: false, animated: false, control: -1, oos: '' }, 0);
 
@@ -606,7 +700,7 @@
       let seq;
       if (start < 0) {
         seq = [];
-        for (let a = el; a; a = a.parentElement) seq.push(a);
+        for (let a = el; a; a = composedParent(a)) seq.push(a);
       } else seq = stack.slice(start);
       for (const s of seq) {
         const li = layerInfo(s);
@@ -647,12 +741,12 @@
       if (px < 0 || px >= vw || py < 0 || py >= vh) continue;
       if (j.kind === 'bg') {
         j.r.text.measured = true;
-        const bg = stackBackground(j.r, document.elementsFromPoint(px, py));
+        const bg = stackBackground(j.r, hitRoot(nodeOf[j.r.i]).elementsFromPoint(px, py));
         j.r.text.bg = bg.layers || [];
         if (bg.unknown) j.r.text.bg_unknown = bg.unknown;
       } else if (j.kind === 'hit') {
         const el = nodeOf[j.r.i];
-        const hit = document.elementFromPoint(px, py);
+        const hit = hitRoot(el).elementFromPoint(px, py);
         const c = j.r.control;
         if (hiddenByClipper(el, px, py)) c.hit = 'clipped';
         else if (modal && !modal.contains(el)) c.hit = 'modal';
@@ -686,5 +780,7 @@
   } finally {
     frame.remove();
   }
-  return JSON.stringify(out);
+  // The nodes go back with the data, so the caller can sample the pixels
+  // under a text (Snapshot.Elements[i] is nodes[i]).
+  return [JSON.stringify(out), nodesOut];
 })()

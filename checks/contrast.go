@@ -11,55 +11,42 @@ import (
 	"github.com/bastion-mcp/bastion/tokens"
 )
 
-// composited backgrounds under its first line.
+// background under its glyphs: the pixels read from the rendered page when
+// the styles cannot give one colour (Text.Sampled), else the composited
+// background layers under its first line.
 func (j *judge) contrast() {
 	var g groups
 	type data struct {
-		fg, bg  tokens.Color
-		ratio   float64
-		need    float64
-		size    float64
-		advisry bool
+		fg, bg, fixBg tokens.Color
+		ratio         float64
+		need          float64
+		size          float64
+		advisry       bool
+		sampled       bool
 	}
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
 		t := e.Text
-		if t == nil || !shown(e) || !t.Measured || t.Disabled || t.Shadow {
+		if t == nil || !shown(e) || !t.Measured || j.s.contrastExempt(e) {
 			continue
-		}
-		if t.BgUnknown != "" {
-			continue // over an image, video, translucent gradient, pseudo-element layer or filter: unknowable
-		}
-		if c := j.el(derefOr(e.InControl, -1)); c != nil && c.Control != nil && c.Control.Disabled {
-			continue // WCAG exempts inactive controls
 		}
 		fg, ok := tokens.ParseColor(t.Color)
 		if !ok || fg.A == 0 {
 			continue
 		}
-		bgs, advisory, ok := composite(t.Bg)
-		if !ok {
-			continue
-		}
 		if e.Opacity > 0 && e.Opacity < 1 {
 			fg.A *= e.Opacity
-			advisory = true
 		}
 		need := minContrast
 		if isLarge(e.FontSize, t.Weight) {
 			need = minContrastLarge
 		}
-		worst, worstBg := 22.0, tokens.Color{}
-		for _, bg := range bgs {
-			if r := tokens.Contrast(fg.Over(bg), bg); r < worst {
-				worst, worstBg = r, bg
-			}
-		}
-		if worst >= need-0.005 {
+		d, ok := measureContrast(fg, t, e.Opacity)
+		if !ok || d.ratio >= need-0.005 {
 			continue
 		}
-		key := fmt.Sprintf("%s|%s|%v|%v", fg.Over(worstBg).Hex(), worstBg.Hex(), need, advisory)
-		g.add(key, e, data{fg.Over(worstBg), worstBg, worst, need, e.FontSize, advisory})
+		key := fmt.Sprintf("%s|%s|%v|%v", d.fg.Hex(), d.bg.Hex(), need, d.advisory)
+		g.add(key, e, data{d.fg, d.bg, d.fixBg, d.ratio, need, e.FontSize, d.advisory, d.sampled})
 	}
 	g.each(func(gr *group) {
 		d := gr.data.(data)
@@ -71,10 +58,13 @@ func (j *judge) contrast() {
 		if d.need == minContrastLarge {
 			kind = "large"
 		}
-		fix := suggestColor(d.fg, d.bg, d.need)
+		fix := suggestColor(d.fg, d.fixBg, d.need)
 		desc := fmt.Sprintf("Text colour %s on %s measures %.2f:1; WCAG 2.2 (1.4.3) needs %.1f:1 for %s text (%s).",
 			d.fg.Hex(), d.bg.Hex(), d.ratio, d.need, kind, px(d.size))
-		if d.advisry {
+		switch {
+		case d.sampled:
+			desc += " The background was read from the rendered pixels under the glyphs (it is an image, a gradient, a translucent layer or a shadow)."
+		case d.advisry:
 			desc += " The background is a gradient or the text is translucent, so the worst point was used: check it by eye."
 		}
 		j.add(engine.Finding{
@@ -86,6 +76,65 @@ func (j *judge) contrast() {
 			Fix: fix,
 		})
 	})
+}
+
+// measured is one text's contrast: the opaque text colour, the background
+// it is judged on, and the background a fix must hold against.
+type measured struct {
+	fg, bg, fixBg     tokens.Color
+	ratio             float64
+	advisory, sampled bool
+}
+
+// measureContrast judges fg (its alpha already multiplied by the element's
+// opacity) on the sampled pixels when there are some: the background under
+// the median glyph pixel, with a fix that also holds under the 10th
+// percentile. Without pixels it composites the style layers, and a
+// gradient's stops or a translucent text give an advisory worst point. It
+// reports false when neither can say (an image, a shadow, a filter).
+func measureContrast(fg tokens.Color, t *Text, opacity float64) (measured, bool) {
+	if sm := t.Sampled; sm != nil {
+		bg, ok1 := tokens.ParseColor(sm.Bg)
+		worst, ok2 := tokens.ParseColor(sm.Worst)
+		if !ok1 || !ok2 {
+			return measured{}, false
+		}
+		if c, ok := tokens.ParseColor(sm.Fg); ok && sm.Fg != "" {
+			fg = c // what the faded group really paints
+		}
+		return measured{fg: fg.Over(bg), bg: bg, fixBg: worst, ratio: tokens.Contrast(fg.Over(bg), bg), sampled: true}, true
+	}
+	if t.BgUnknown != "" || t.Shadow {
+		return measured{}, false
+	}
+	bgs, advisory, ok := composite(t.Bg)
+	if !ok {
+		return measured{}, false
+	}
+	advisory = advisory || (opacity > 0 && opacity < 1)
+	m := measured{ratio: 22, advisory: advisory}
+	for _, bg := range bgs {
+		if r := tokens.Contrast(fg.Over(bg), bg); r < m.ratio {
+			m.ratio, m.fg, m.bg, m.fixBg = r, fg.Over(bg), bg, bg
+		}
+	}
+	return m, true
+}
+
+// contrastExempt reports whether WCAG 1.4.3's exceptions cover e's text:
+// part of an inactive control or naming one, a logotype, or no language
+// (icon glyphs, a lone character).
+func (s *Snapshot) contrastExempt(e *Element) bool {
+	t := e.Text
+	if t.Disabled || t.Logo || t.Glyphs != "" {
+		return true
+	}
+	if c := derefOr(e.InControl, -1); c >= 0 && c < len(s.Elements) {
+		if ctl := s.Elements[c].Control; ctl != nil && ctl.Disabled {
+			return true
+		}
+	}
+	return false
 }
 
 func derefOr(p *int, def int) int {

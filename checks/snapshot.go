@@ -119,7 +119,14 @@ type Text struct {
 	Disabled  bool          `json:"disabled,omitempty"`
 	Measured  bool          `json:"measured,omitempty"`   // Bg was hit-tested
 	Bg        []Layer       `json:"bg,omitempty"`         // backgrounds under the first line, top first
-	BgUnknown string        `json:"bg_unknown,omitempty"` // why the background is unknowable: image, media, gradient, pseudo, filter
+	BgUnknown string        `json:"bg_unknown,omitempty"` // why the styles cannot give the background: image, media, gradient, pseudo, filter
+	// Sampled is the background read from the rendered pixels under the
+	// glyphs, when the styles cannot give it (or a shadow changes it).
+	Sampled *Sampled `json:"sampled,omitempty"`
+	// Glyphs says the text is not language: "symbols" (no letter or digit:
+	// icon glyphs, ×, →) or "single" (one lone non-digit character).
+	Glyphs string `json:"glyphs,omitempty"`
+	Logo   bool   `json:"logo,omitempty"` // part of a logo or brand mark
 }
 
 // Layer is one background under text: a colour or a gradient's stops.
@@ -192,21 +199,35 @@ var collectJS string
 
 // Collect measures the page loaded in the chromedp tab ctx, which the caller
 // has already sized to vp and waited on (load, fonts, stable layout). It runs
-// the in-page collector, then asks CDP for rendered fonts and the
-// accessibility tree. The page's scroll position is restored.
+// the in-page collector, reads the pixels under the texts whose background
+// the styles cannot give (samplePixels), then asks CDP for rendered fonts
+// and the accessibility tree. The page's scroll position is restored.
 func Collect(ctx context.Context, vp engine.Viewport) (*Snapshot, error) {
 	if _, _, ok := vp.Size(); !ok {
 		return nil, fault.New(fault.InvalidArgument, "unknown viewport %q", vp)
 	}
-	raw, err := chromedp.Run(ctx, chromedp.Evaluate[string](collectJS))
+	res, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: collectJS, Silent: ptr(true)})
+	if err == nil && res.ExceptionDetails != nil {
+		err = fmt.Errorf("collector threw: %s", res.ExceptionDetails.Text)
+	}
+	if err == nil && (res.Result == nil || res.Result.ObjectID == "") {
+		err = fmt.Errorf("collector returned no object")
+	}
 	if err != nil {
 		return nil, fault.Wrap(err, fault.CaptureFailed, "measuring the page failed")
+	}
+	nodes := res.Result.ObjectID
+	defer func() { _, _ = chromedp.Call(ctx, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: nodes}) }()
+	raw, err := callString(ctx, nodes, `function () { return this[0]; }`)
+	if err != nil {
+		return nil, fault.Wrap(err, fault.CaptureFailed, "measuring the page returned no data")
 	}
 	s := &Snapshot{}
 	if err := json.Unmarshal([]byte(raw), s); err != nil {
 		return nil, fault.Wrap(err, fault.CaptureFailed, "measuring the page returned unreadable data")
 	}
 	s.Viewport = vp
+	samplePixels(ctx, s, nodes)
 	if err := collectFonts(ctx, s); err != nil {
 		return nil, err
 	}
@@ -268,15 +289,41 @@ func collectFonts(ctx context.Context, s *Snapshot) error {
 	return nil
 }
 
-// controlRoles are the accessibility roles that need a name.
+// controlRoles are the accessibility roles that need a name, as Chromium's
+// tree spells them: ARIA roles, the DPUB roles that are links, and
+// Chromium's internal roles for <summary> and older <select>s.
 var controlRoles = map[string]bool{
 	"button": true, "link": true, "textbox": true, "searchbox": true, "combobox": true, "checkbox": true,
 	"radio": true, "switch": true, "slider": true, "spinbutton": true, "tab": true, "menuitem": true,
 	"listbox": true, "menuitemcheckbox": true, "menuitemradio": true, "PopUpButton": true,
+	"DisclosureTriangle": true, "doc-backlink": true, "doc-biblioref": true, "doc-glossref": true, "doc-noteref": true,
+}
+
+// authorRoles names Chromium's internal roles the way an author knows them.
+var authorRoles = map[string]string{"DisclosureTriangle": "summary", "PopUpButton": "select"}
+
+// hasName reports whether n has an accessible name an author gave it.
+// Chromium names an <input type=image> without alt "Submit" from its type
+// attribute: that default says nothing of the button's purpose, so it is
+// no name (HTML-AAM gives image buttons no default; submit and reset
+// buttons keep theirs, which is also their visible label).
+func hasName(n *accessibility.Node) bool {
+	if strings.TrimSpace(axString(n.Name)) == "" {
+		return false
+	}
+	for _, src := range n.Name.Sources {
+		if src == nil || src.Superseded || src.Value == nil || strings.TrimSpace(axString(src.Value)) == "" {
+			continue
+		}
+		// The first source with a value is the one the name came from.
+		return !(src.Type == accessibility.ValueSourceTypeAttribute && src.Attribute == "type" && axString(src.AttributeValue) == "image")
+	}
+	return true
 }
 
 // selectorFn computes, in the page, the selector of `this` the way the
-// collector does (an id, a data-testid, or a verified child path).
+// collector does (an id, a data-testid, or a verified child path; inside a
+// shadow tree, the host's selector, " >>> " and a path in the root).
 const selectorFn = `function () {
   const sel = (e) => {
     if (e === document.documentElement) return 'html';
@@ -295,9 +342,26 @@ const selectorFn = `function () {
     if (n > 1) seg += ':nth-of-type(' + k + ')';
     return sel(p) + ' > ' + seg;
   };
+  // In a shadow tree: the host's selector, " >>> ", and a path unique in
+  // the shadow root, as the collector names it.
+  const shadow = (e) => {
+    const root = e.getRootNode();
+    if (root === document) return document.querySelector(sel(e)) === e ? sel(e) : '';
+    const hs = shadow(root.host);
+    const local = (x) => {
+      if (x.id && root.querySelectorAll('#' + CSS.escape(x.id)).length === 1) return '#' + CSS.escape(x.id);
+      const p = x.parentElement;
+      let seg = CSS.escape(x.localName);
+      if (!p) return seg;
+      let n = 0, k = 0;
+      for (const c of p.children) if (c.localName === x.localName) { n++; if (c === x) k = n; }
+      if (n > 1) seg += ':nth-of-type(' + k + ')';
+      return local(p) + ' > ' + seg;
+    };
+    return hs ? hs + ' >>> ' + local(e) : '';
+  };
   const r = this.getBoundingClientRect();
-  const s = sel(this);
-  return JSON.stringify({sel: document.querySelector(s) === this ? s : '', x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height});
+  return JSON.stringify({sel: shadow(this), x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height});
 }`
 
 // collectUnnamed reads the accessibility tree for controls without a name.
@@ -314,7 +378,7 @@ func collectUnnamed(ctx context.Context, s *Snapshot) error {
 			continue
 		}
 		role := axString(n.Role)
-		if !controlRoles[role] || strings.TrimSpace(axString(n.Name)) != "" {
+		if !controlRoles[role] || hasName(n) {
 			continue
 		}
 		res, err := chromedp.Call(ctx, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: n.BackendDOMNodeID})
@@ -338,6 +402,9 @@ func collectUnnamed(ctx context.Context, s *Snapshot) error {
 		}
 		if json.Unmarshal([]byte(str), &got) != nil || got.Sel == "" {
 			continue
+		}
+		if r, ok := authorRoles[role]; ok {
+			role = r
 		}
 		s.Unnamed = append(s.Unnamed, Unnamed{Selector: got.Sel, Role: role, Box: engine.Rect{X: got.X, Y: got.Y, W: got.W, H: got.H}})
 	}
