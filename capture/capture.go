@@ -119,7 +119,10 @@ func (p *Pool) Capture(ctx context.Context, t Target, measure Measure) (*Capture
 		var b *browser
 		b, err = p.browser(ctx)
 		if err != nil {
-			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				return nil, ctxFailure(ctx, "while the browser started")
+			}
+			if errors.Is(err, ErrClosed) {
 				return nil, err
 			}
 			return nil, fault.Wrap(err, fault.CaptureFailed, "the browser could not start")
@@ -250,12 +253,9 @@ func (p *Pool) captureOnce(ctx context.Context, b *browser, t Target, measure Me
 // its ctx's error.
 func (p *Pool) failure(ctx context.Context, c *Capture, rec *recorder, t Target, start time.Time, cause error, format string, args ...any) error {
 	p.finishHealth(c, rec, t, start)
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fault.Wrap(ctx.Err(), fault.CaptureFailed, "the deadline passed before the capture finished (%s after %s)",
-			fmt.Sprintf(format, args...), time.Since(start).Round(100*time.Millisecond))
-	case ctx.Err() != nil:
-		return ctx.Err()
+	if ctx.Err() != nil {
+		return ctxFailure(ctx, fmt.Sprintf("before the capture finished (%s after %s)",
+			fmt.Sprintf(format, args...), time.Since(start).Round(100*time.Millisecond)))
 	}
 	return fault.Wrap(cause, fault.CaptureFailed, format, args...)
 }

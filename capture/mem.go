@@ -112,12 +112,18 @@ func kB(line string) int64 {
 
 // pss reads the proportional set size from /proc/pid/smaps_rollup.
 func pss(pid int) int64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+	return procBytes(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"), "Pss:")
+}
+
+// procBytes reads the kB field named by prefix from a /proc file, in
+// bytes, or 0 when it cannot be read.
+func procBytes(path, prefix string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if strings.HasPrefix(line, "Pss:") {
+		if strings.HasPrefix(line, prefix) {
 			return kB(line)
 		}
 	}
@@ -149,15 +155,4 @@ func DefaultSlots() int {
 
 // memAvailable returns /proc/meminfo's MemAvailable in bytes, or 0 when it
 // cannot be read (non-Linux).
-func memAvailable() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if strings.HasPrefix(line, "MemAvailable:") {
-			return kB(line)
-		}
-	}
-	return 0
-}
+func memAvailable() int64 { return procBytes("/proc/meminfo", "MemAvailable:") }

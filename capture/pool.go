@@ -286,13 +286,19 @@ func (p *Pool) acquire(ctx context.Context) error {
 	case p.sem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fault.Wrap(ctx.Err(), fault.CaptureFailed, "the deadline passed while the capture waited for a free browser tab")
-		}
-		return ctx.Err()
+		return ctxFailure(ctx, "while the capture waited for a free browser tab")
 	case <-p.ctx.Done():
 		return ErrClosed
 	}
 }
 
 func (p *Pool) release() { <-p.sem }
+
+// ctxFailure is the error of a capture whose ctx ended: a passed deadline
+// is a CAPTURE_FAILED saying when, a cancellation is ctx's own error.
+func ctxFailure(ctx context.Context, when string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fault.Wrap(ctx.Err(), fault.CaptureFailed, "the deadline passed %s", when)
+	}
+	return ctx.Err()
+}

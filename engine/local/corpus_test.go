@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,12 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/checks/corpus"
-	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/engine/local"
-	"github.com/bastion-mcp/bastion/internal/testenv"
 )
 
 // The corpus tests review labeled pages end to end: a loopback file server,
@@ -34,28 +30,12 @@ var corpusViewports = []engine.Viewport{engine.Mobile, engine.Tablet, engine.Des
 const pagesInFlight = 3
 
 // corpusEngine returns an engine wired like `bastion review --allow-private`
-// around one capture pool, and a loopback server for dir.
+// around one capture pool, and a loopback server for dir. The review's
+// timeout is the only deadline, generous because these tests judge what the
+// checks find, not how fast a loaded machine captures (bench/ measures that).
 func corpusEngine(t *testing.T, dir string) (*local.Engine, string) {
 	t.Helper()
-	chrome := testenv.Chromium(t)
-	guard := localGuard()
-	proxy, err := browserproxy.New(guard, browserproxy.Options{AllowHTTP: true, RequireAuth: true, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	// The production defaults: tabs sized to the machine, no budget per
-	// capture; the review's timeout is the only deadline, generous because
-	// these tests judge what the checks find, not how fast a loaded machine
-	// captures (bench/ measures that).
-	pool, err := capture.NewPool(context.Background(), capture.Options{Chrome: chrome, ProxyAddr: proxy.Addr(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	t.Cleanup(srv.Close)
-	return local.New(pool, proxy, guard, local.Options{Logger: quiet, Timeout: 5 * time.Minute}), srv.URL
+	return newEngine(t, http.FileServer(http.Dir(dir)), local.Options{Logger: quiet, Timeout: 5 * time.Minute})
 }
 
 // tokensFrom maps a page's "tokens" label to the Result.TokensFrom a

@@ -36,6 +36,26 @@ func localGuard() *egress.Guard {
 // the base URL of a loopback site serving pages.
 func setup(t *testing.T, pages map[string]func() string) (*local.Engine, string) {
 	t.Helper()
+	mux := http.NewServeMux()
+	for path, body := range pages {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != path {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, body())
+		})
+	}
+	return newEngine(t, mux, local.Options{Logger: quiet})
+}
+
+// newEngine wires an engine like `bastion review --allow-private` around a
+// capture pool with the production defaults (tabs sized to the machine, no
+// budget per capture), and serves h on loopback; it returns the engine and
+// the site's base URL.
+func newEngine(t *testing.T, h http.Handler, opts local.Options) (*local.Engine, string) {
+	t.Helper()
 	chrome := testenv.Chromium(t)
 	guard := localGuard()
 	proxy, err := browserproxy.New(guard, browserproxy.Options{AllowHTTP: true, RequireAuth: true, Logger: quiet})
@@ -48,26 +68,14 @@ func setup(t *testing.T, pages map[string]func() string) (*local.Engine, string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-
-	mux := http.NewServeMux()
-	for path, body := range pages {
-		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path != path {
-				http.NotFound(w, r)
-				return
-			}
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			fmt.Fprint(w, body())
-		})
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return local.New(pool, proxy, guard, local.Options{Logger: quiet}), "http://" + ln.Addr().String()
+	return local.New(pool, proxy, guard, opts), "http://" + ln.Addr().String()
 }
 
 // seeded has two defects a design review must report: light grey body text
