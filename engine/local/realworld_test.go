@@ -9,12 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/checks/corpus"
+	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/engine/local"
 	"github.com/bastion-mcp/bastion/internal/testenv"
@@ -147,6 +151,28 @@ func realWorldHandler(root string) http.Handler {
 	})
 }
 
+// realWorldEngine is corpusEngine's engine with room for real pages, which
+// are larger than the corpus's: these tests judge what the checks find, not
+// how fast a loaded machine captures.
+func realWorldEngine(t *testing.T) *local.Engine {
+	t.Helper()
+	chrome := testenv.Chromium(t)
+	guard := localGuard()
+	proxy, err := browserproxy.New(guard, browserproxy.Options{AllowHTTP: true, RequireAuth: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	pool, err := capture.NewPool(context.Background(), capture.Options{
+		Chrome: chrome, ProxyAddr: proxy.Addr(), Logger: quiet, MaxConcurrent: 2 * runtime.NumCPU(), Budget: 3 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	return local.New(pool, proxy, guard, local.Options{Logger: quiet, Timeout: 20 * time.Minute})
+}
+
 // reviewAll reviews each route at the real-world viewports and returns the
 // findings by route (without its leading "/"). A route that was not
 // reviewed at every viewport fails the test.
@@ -154,7 +180,7 @@ func reviewAll(t *testing.T, eng *local.Engine, base string, routes []string) ma
 	t.Helper()
 	var mu sync.Mutex
 	got := map[string][]engine.Finding{}
-	sem := make(chan struct{}, 2)
+	sem := make(chan struct{}, pagesInFlight)
 	var wg sync.WaitGroup
 	for _, route := range routes {
 		wg.Go(func() {
@@ -187,10 +213,10 @@ func TestRealWorld(t *testing.T) {
 	}
 	t.Parallel()
 	set := loadRealWorld(t)
-	eng, base := corpusEngine(t, t.TempDir())
+	eng := realWorldEngine(t)
 	srv := httptest.NewServer(realWorldHandler(set.Root))
 	t.Cleanup(srv.Close)
-	base = srv.URL
+	base := srv.URL
 
 	routes := make([]string, 0, len(set.Pages)+len(defects))
 	for _, p := range set.Pages {
