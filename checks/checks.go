@@ -7,7 +7,9 @@
 // Invariants: Run is a pure function of a Snapshot and a Config, so a saved
 // snapshot re-judges identically; a check judges only what was measured and,
 // for token checks, only values the page's own CSS set (never browser
-// defaults); screen-reader-only, aria-hidden, animated, off-canvas and
+// defaults) outside code and user content, and only where there is a token
+// system (Coverage says which checks ran and why the others did not);
+// screen-reader-only, aria-hidden, animated, off-canvas and
 // svg/img/canvas content is never judged; each defect is reported once, on
 // the outermost element an author can act on; when a measurement is
 // uncertain the check stays silent or marks its finding advisory.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,11 +159,83 @@ func TestCollect(t *testing.T) {
 	}
 }
 
+const patternsPage = `<!doctype html><html><head><meta name="viewport" content="width=device-width, initial-scale=1"><style>
+html { overflow-x: hidden; }
+body { margin: 0; font-family: sans-serif; }
+.card { width: 480px; height: 40px; background: #eeeeff; }
+.pager a { display: inline-block; padding: 2px 4px; }
+.scroll { height: 60px; overflow-y: auto; }
+.scroll p { margin: 0; line-height: 20px; }
+.box { overflow: auto; height: 120px; }
+.box p { margin: 0; line-height: 20px; }
+</style></head><body>
+<div class="card">A card wider than the phone</div>
+<nav class="pager"><span class="page-item disabled"><a href="#p" id="prev">Previous</a></span></nav>
+<div class="scroll"><p>one</p><p>two</p><p>three</p><p>four</p><a id="far" href="#f">Far link</a></div>
+<div class="box"><p id="ova">Alpha alpha alpha</p><p id="ovb" style="margin-top:-12px">Beta beta beta</p></div>
+</body></html>`
+
+// TestCollectRealWorldPatterns: what real pages do that once misled the
+// checks. The root's overflow-x: hidden is the viewport's (a card cut off
+// at the phone's edge still overflows it); a framework's .disabled makes a
+// control inactive; a link scrolled out of its scroller's view is clipped,
+// not covered; text inside a scroll container is still tested for overlap.
+func TestCollectRealWorldPatterns(t *testing.T) {
+	b := newBrowser(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(patternsPage))
+	}))
+	t.Cleanup(srv.Close)
+	s := b.snapshot(t, srv.URL+"/", engine.Mobile)
+	el := func(sel string) *checks.Element {
+		t.Helper()
+		for i := range s.Elements {
+			if s.Elements[i].Selector == sel {
+				return &s.Elements[i]
+			}
+		}
+		t.Fatalf("no element %q", sel)
+		return nil
+	}
+	if c := el("div.card"); c.ClipX {
+		t.Errorf("div.card counts as clipped by the root's overflow-x: hidden")
+	}
+	if c := el("#prev").Control; c == nil || !c.Disabled {
+		t.Errorf("#prev in a .disabled item: control %+v; want disabled", c)
+	}
+	if c := el("#far").Control; c == nil || c.Hit != "clipped" {
+		t.Errorf("#far scrolled out of its scroller: control %+v; want hit clipped", c)
+	}
+	a, bb := el("#ova").Index, el("#ovb").Index
+	found := false
+	for _, o := range s.Overlaps {
+		found = found || (o.Top == bb && o.Bottom == a)
+	}
+	if !found {
+		t.Errorf("overlaps = %+v; want #ovb over #ova inside the scroll container", s.Overlaps)
+	}
+	var kinds []string
+	for _, f := range checks.Run(s, checks.Config{}) {
+		kinds = append(kinds, f.Kind+" "+f.Selector)
+	}
+	for _, want := range []string{"viewport_overflow div.card", "overlap #ovb"} {
+		if !slices.Contains(kinds, want) {
+			t.Errorf("findings = %v; want %s", kinds, want)
+		}
+	}
+	for _, k := range kinds {
+		if strings.HasPrefix(k, "occluded_control") || k == "tap_target #prev" {
+			t.Errorf("finding %s: scrolled-away and inactive controls are exempt", k)
+		}
+	}
+}
+
 // TestCollectBounded: a huge, deeply nested page is measured up to the
 // element cap, marked truncated, and still judged.
 func TestCollectBounded(t *testing.T) {
 	var page strings.Builder
-	page.WriteString(`<!doctype html><html class="light"><head><meta name="viewport" content="width=device-width"></head><body>`)
+	page.WriteString(`<!doctype html><html><head><meta name="viewport" content="width=device-width"></head><body>`)
 	page.WriteString(strings.Repeat("<div>", 400) + "deep" + strings.Repeat("</div>", 400))
 	for i := range 6000 {
 		page.WriteString(`<p class="row">Row ` + strings.Repeat("x", i%7) + `</p>`)

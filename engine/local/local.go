@@ -414,7 +414,7 @@ func (e *Engine) cutEvidence(findings []engine.Finding, jobs []*shot) []engine.E
 // first viewport (the one the finding's box and evidence come from),
 // captures each group once on req.URL's origin and re-measures each
 // finding on its element. Without a token file each group is judged
-// against its own page's :root custom properties. A group whose capture
+// against the custom properties its own page's rules use. A group whose capture
 // fails makes its findings inconclusive, never passed.
 func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engine.RecheckOutcome, error) {
 	if len(req.Findings) == 0 {

@@ -138,10 +138,23 @@ func TestReviewEndToEnd(t *testing.T) {
 		}
 	}
 	if res.TokensFrom != "root_custom_properties" {
-		t.Errorf("tokens from %q, want root_custom_properties (the page defines --color-* and --space-*)", res.TokensFrom)
+		t.Errorf("tokens from %q, want root_custom_properties (the page's rules use its --color-* and --space-4)", res.TokensFrom)
 	}
-	if len(cov.ChecksOff) != 0 {
-		t.Errorf("checks off with tokens present: %+v", cov.ChecksOff)
+	// The checks say what they judged: three colours are a palette to
+	// judge against; one spacing length is no scale, and the page uses no
+	// font tokens. tap_target ran at mobile, so it is not off.
+	var off []string
+	for _, s := range cov.ChecksOff {
+		if s.Reason == "" {
+			t.Errorf("check %s off without a reason", s.What)
+		}
+		off = append(off, s.What)
+	}
+	if want := []string{"off_scale_spacing", "off_token_font", "type_scale (token scale)"}; !reflect.DeepEqual(off, want) {
+		t.Errorf("checks off %+v; want %v", cov.ChecksOff, want)
+	}
+	if !slices.Contains(cov.ChecksRun, "off_token_color") || !slices.Contains(cov.ChecksRun, "tap_target") || !slices.Contains(cov.ChecksRun, "type_scale") {
+		t.Errorf("checks run %v; want off_token_color, tap_target and type_scale among them", cov.ChecksRun)
 	}
 	if got := engine.GradeOf(2, res.Findings); res.Grade != got {
 		t.Errorf("grade %s, but the findings grade %s", res.Grade, got)
