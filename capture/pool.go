@@ -37,11 +37,13 @@ type Options struct {
 	MaxHeight int
 	// Logger receives browser lifecycle events; nil means slog.Default().
 	Logger *slog.Logger
-	// IgnoreCertErrorsSPKIList is for the offline demo and tests only: base64
-	// SHA-256 hashes of SubjectPublicKeyInfo that the browser trusts whatever
-	// the certificate chain (Chromium's --ignore-certificate-errors-spki-list),
-	// so a self-signed certificate for a stub host can be served locally.
-	// Empty in production: the browser then trusts only the system roots.
+	// IgnoreCertErrorsSPKIList are base64 SHA-256 hashes of
+	// SubjectPublicKeyInfo that the browser trusts whatever the certificate
+	// chain (Chromium's --ignore-certificate-errors-spki-list). The offline
+	// demo and tests use it for stub hosts; under --allow-private it holds
+	// only the egress proxy's in-memory key, which the proxy presents for
+	// private targets alone (browserproxy.Options.PrivateTLS). Otherwise it
+	// is empty and the browser trusts only the system roots.
 	IgnoreCertErrorsSPKIList []string
 }
 

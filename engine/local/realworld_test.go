@@ -164,7 +164,7 @@ func realWorldEngine(t *testing.T) *local.Engine {
 	}
 	t.Cleanup(func() { proxy.Close() })
 	pool, err := capture.NewPool(context.Background(), capture.Options{
-		Chrome: chrome, ProxyAddr: proxy.Addr(), Logger: quiet, MaxConcurrent: 2 * runtime.NumCPU(), Budget: 3 * time.Minute,
+		Chrome: chrome, ProxyAddr: proxy.Addr(), Logger: quiet, MaxConcurrent: 2 * runtime.NumCPU(),
 	})
 	if err != nil {
 		t.Fatal(err)
