@@ -11,15 +11,18 @@ command -v chromium >/dev/null 2>&1 || [ -n "${BASTION_CHROME:-}" ] || need+=(ch
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
 [ -d /usr/share/fonts/truetype/liberation ] || need+=(fonts-liberation)
 # The real-world set: mdBook and rustdoc (rust-doc), Sphinx (python3-doc),
-# AsciiDoc (git-doc), SQLite's own (sqlite3-doc), Node.js's own (nodejs-doc),
-# DocBook (postgresql-doc-15) and Texinfo (gettext-doc).
+# AsciiDoc (git-doc), SQLite's own (sqlite3-doc), DocBook (postgresql-doc-15)
+# and Texinfo (gettext-doc). Not nodejs-doc: it conflicts with the NodeSource
+# Node.js these machines ship, and installing it removes the node and npm the
+# conformance suite runs on.
 [ -d /usr/share/doc/rust-doc/html/book ] || need+=(rust-doc)
 [ -d /usr/share/doc/python3.11-doc/html ] || need+=(python3-doc)
 [ -f /usr/share/doc/git-doc/git-commit.html ] || need+=(git-doc)
 [ -f /usr/share/doc/sqlite3/quickstart.html ] || need+=(sqlite3-doc)
-[ -f /usr/share/doc/nodejs/api/path.html ] || need+=(nodejs-doc)
 [ -d /usr/share/doc/postgresql-doc-15/html ] || need+=(postgresql-doc-15)
 [ -f /usr/share/doc/gettext/gettext_1.html ] || need+=(gettext-doc)
+# npm installs the official conformance suite (scripts/conformance.sh).
+command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 
 if [ ${#need[@]} -eq 0 ]; then

@@ -96,7 +96,7 @@ var defects = []defect{
 	{"tap_target", "git-doc/git-commit.html",
 		`<p id="inj-pager"><a id="inj-prev" href="#prev" aria-label="Previous page" style="display:inline-block;width:18px;height:18px;background:#2b6cb0"></a><a id="inj-next" href="#next" aria-label="Next page" style="display:inline-block;width:18px;height:18px;margin-left:2px;background:#2b6cb0"></a></p>`,
 		[]corpus.Label{label("tap_target", "#inj-prev", engine.Mobile), label("tap_target", "#inj-next", engine.Mobile)}},
-	{"unnamed_control", "nodejs/api/path.html",
+	{"unnamed_control", "rust-doc/html/std/fs/fn.read_to_string.html",
 		`<button id="inj-unnamed" type="button" style="width:40px;height:40px"><svg width="16" height="16" viewBox="0 0 16 16"><path d="M2 8h12" stroke="#000"/></svg></button>`,
 		[]corpus.Label{label("unnamed_control", "#inj-unnamed", both...)}},
 	{"font_fallback", "sqlite3/quickstart.html",
