@@ -18,7 +18,8 @@ import (
 
 // seeded is a page with defects the measured checks must report: light grey
 // text (about 2.3:1 on white), a fixed-width banner wider than a phone, and
-// a padding off the page's own spacing scale.
+// a padding off the page's own spacing scale (its steps are tokens because
+// the page's rules use them: tokens are inferred by use).
 const seeded = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Pricing</title>
@@ -26,6 +27,8 @@ const seeded = `<!doctype html>
 :root { --color-ink: #1a1a1a; --color-paper: #ffffff; --color-brand: #0b5fff; --space-1: 4px; --space-2: 8px; --space-4: 16px; }
 body { margin: 0; font-family: sans-serif; color: var(--color-ink); background: var(--color-paper); }
 main { padding: var(--space-4); }
+h1 { margin: 0 0 var(--space-2); }
+p { margin: 0 0 var(--space-1); }
 #faint { color: #aaaaaa; font-size: 16px; }
 #wide { width: 600px; height: 40px; background: var(--color-brand); }
 #odd { padding: 13px; border: 1px solid var(--color-ink); }
