@@ -435,7 +435,9 @@ func TestServeReplicas(t *testing.T) {
 		t.Fatalf("token create on postgres: %d %q %q", st, out, errOut)
 	}
 
-	timing := []string{"--review-timeout", "10s", "--rescue-stuck-after", "15s", "--log-level", "info"}
+	// The review timeout must fit a capture on a loaded CI machine (it runs
+	// beside the corpus test's CPU burners); the rescue must come after it.
+	timing := []string{"--review-timeout", "45s", "--rescue-stuck-after", "60s", "--log-level", "info"}
 	args := append(append(append([]string{}, db...), timing...), demo.StdioArgs(site)...)
 	a := startServe(t, "replica-a", nil, args...)
 	b := startServe(t, "replica-b", nil, args...)
@@ -483,7 +485,7 @@ func TestServeReplicas(t *testing.T) {
 	}
 	<-victim.exited
 	killed := time.Now()
-	done := waitJob(t, csSurvivor, jobID, 90*time.Second)
+	done := waitJob(t, csSurvivor, jobID, 180*time.Second)
 	t.Logf("job %s %s on %s %s after the kill", jobID, done.Job.Status, survivor.name, time.Since(killed).Round(100*time.Millisecond))
 	if done.Job.Status != "completed" || done.Review == nil || len(done.Review.Findings) == 0 {
 		t.Fatalf("after the kill: %+v (error %+v)", done.Job, done.Job.Error)
