@@ -437,7 +437,7 @@ func TestServeReplicas(t *testing.T) {
 
 	// The review timeout must fit a capture on a loaded CI machine (it runs
 	// beside the corpus test's CPU burners); the rescue must come after it.
-	timing := []string{"--review-timeout", "45s", "--rescue-stuck-after", "60s", "--log-level", "info"}
+	timing := []string{"--review-timeout", "40s", "--rescue-stuck-after", "65s", "--log-level", "info"}
 	args := append(append(append([]string{}, db...), timing...), demo.StdioArgs(site)...)
 	a := startServe(t, "replica-a", nil, args...)
 	b := startServe(t, "replica-b", nil, args...)
