@@ -21,8 +21,8 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
-	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/fault"
 )
 
@@ -44,20 +44,20 @@ type Session interface {
 // Target is what one capture loads.
 type Target struct {
 	URL      string          // absolute; already authorized by the caller
-	Viewport engine.Viewport // one of the closed set
+	Viewport design.Viewport // one of the closed set
 	Session  Session         // nil means the pool's proxy, unattributed
 }
 
 // Capture is the outcome of one route × viewport capture.
 type Capture struct {
 	URL        string          // the document's final URL after redirects
-	Viewport   engine.Viewport //
+	Viewport   design.Viewport //
 	Screenshot []byte          // full-page PNG, 1 px per CSS px, at most MaxHeight tall
 	Width      int             // screenshot width in px
 	Height     int             // screenshot height in px
 	PageHeight int             // document height in CSS px (may exceed Height)
 	Stable     bool            // the layout settled before its cap
-	Health     engine.PageHealth
+	Health     design.PageHealth
 	Steps      []Step // how long each stage took, in order (for benchmarks)
 }
 
@@ -272,10 +272,10 @@ func final(err error) error {
 }
 
 func (p *Pool) finishHealth(c *Capture, rec *recorder, t Target, start time.Time) {
-	var blocked []engine.Failure
+	var blocked []design.Failure
 	if t.Session != nil {
 		for _, b := range t.Session.Blocked() {
-			blocked = append(blocked, engine.Failure{URL: b.URL, Code: string(b.Code)})
+			blocked = append(blocked, design.Failure{URL: b.URL, Code: string(b.Code)})
 		}
 	}
 	rec.fill(&c.Health, blocked)
@@ -284,8 +284,8 @@ func (p *Pool) finishHealth(c *Capture, rec *recorder, t Target, start time.Time
 
 // prepare sets the viewport's device metrics, touch, reduced motion and the
 // freezing style sheet before the first navigation.
-func prepare(ctx context.Context, vp engine.Viewport, w, h int) error {
-	mobile := vp != engine.Desktop
+func prepare(ctx context.Context, vp design.Viewport, w, h int) error {
+	mobile := vp != design.Desktop
 	steps := []func() error{
 		func() error {
 			_, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
@@ -338,15 +338,15 @@ func prepare(ctx context.Context, vp engine.Viewport, w, h int) error {
 // device part becomes Chrome's reduced Android form ("Linux; Android 10;
 // K"), phones get "Mobile", and "HeadlessChrome" reads "Chrome" (some hosts
 // refuse headless browsers outright).
-func userAgent(ua string, vp engine.Viewport) string {
+func userAgent(ua string, vp design.Viewport) string {
 	ua = strings.Replace(ua, "HeadlessChrome/", "Chrome/", 1)
-	if vp == engine.Desktop {
+	if vp == design.Desktop {
 		return ua
 	}
 	if i, j := strings.IndexByte(ua, '('), strings.IndexByte(ua, ')'); i >= 0 && j > i {
 		ua = ua[:i] + "(Linux; Android 10; K)" + ua[j+1:]
 	}
-	if vp == engine.Mobile && !strings.Contains(ua, " Mobile ") {
+	if vp == design.Mobile && !strings.Contains(ua, " Mobile ") {
 		ua = strings.Replace(ua, " Safari/", " Mobile Safari/", 1)
 	}
 	return ua
@@ -500,7 +500,7 @@ type recorder struct {
 	mu      sync.Mutex
 	urls    map[network.RequestID]string
 	console []string
-	failed  []engine.Failure
+	failed  []design.Failure
 	// inflight holds the requests started and not yet finished or failed;
 	// quiet is closed whenever inflight is empty (a fresh one is made when
 	// a request starts).
@@ -587,7 +587,7 @@ func (r *recorder) handle(ev any) {
 		if ev.BlockedReason != "" {
 			code = "blocked:" + clip(string(ev.BlockedReason))
 		}
-		r.failed = append(r.failed, engine.Failure{URL: clip(u), Code: code})
+		r.failed = append(r.failed, design.Failure{URL: clip(u), Code: code})
 	case *network.EventResponseReceived:
 		if ev.Response != nil && ev.Response.URL != "" && len(r.urls) < 5000 {
 			if _, ok := r.urls[ev.RequestID]; !ok {
@@ -595,7 +595,7 @@ func (r *recorder) handle(ev any) {
 			}
 		}
 		if ev.Response != nil && ev.Response.Status >= 400 && ev.Type != network.ResourceTypeDocument {
-			r.failed = append(r.failed, engine.Failure{URL: clip(ev.Response.URL), Code: fmt.Sprintf("HTTP_%d", ev.Response.Status)})
+			r.failed = append(r.failed, design.Failure{URL: clip(ev.Response.URL), Code: fmt.Sprintf("HTTP_%d", ev.Response.Status)})
 		}
 	case *runtime.EventConsoleAPICalled:
 		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
@@ -625,7 +625,7 @@ func (r *recorder) handle(ev any) {
 // knows the URL, over a CONNECT tunnel only the origin, so a tunnel failure
 // to a blocked origin is the same refusal. The browser's own favicon probe
 // is not the page's request and is left out.
-func (r *recorder) fill(h *engine.PageHealth, blocked []engine.Failure) {
+func (r *recorder) fill(h *design.PageHealth, blocked []design.Failure) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h.ConsoleErrors = capStrings(r.console)
@@ -633,13 +633,13 @@ func (r *recorder) fill(h *engine.PageHealth, blocked []engine.Failure) {
 	seenURL, seenOrigin := map[string]bool{}, map[string]bool{}
 	for _, b := range blocked {
 		if len(h.EgressBlocked) < maxHealthItems {
-			h.EgressBlocked = append(h.EgressBlocked, engine.Failure{URL: clip(b.URL), Code: b.Code})
+			h.EgressBlocked = append(h.EgressBlocked, design.Failure{URL: clip(b.URL), Code: b.Code})
 		}
 		seenURL[b.URL] = true
 		seenOrigin[origin(b.URL)] = true
 	}
 	h.Failed = nil
-	dup := map[engine.Failure]bool{}
+	dup := map[design.Failure]bool{}
 	for _, f := range r.failed {
 		switch {
 		case seenURL[stripQuery(f.URL)], f.Code == "net::ERR_TUNNEL_CONNECTION_FAILED" && seenOrigin[origin(f.URL)]:

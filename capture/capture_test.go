@@ -22,9 +22,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bastion-mcp/bastion/capture"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
-	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/internal/testenv"
 )
@@ -66,7 +66,7 @@ func setup(t *testing.T, opts capture.Options) *bundle {
 }
 
 // capture captures url at vp through a fresh proxy session.
-func (b *bundle) capture(url string, vp engine.Viewport, m capture.Measure) (*capture.Capture, error) {
+func (b *bundle) capture(url string, vp design.Viewport, m capture.Measure) (*capture.Capture, error) {
 	sess := b.proxy.NewSession()
 	defer sess.Close()
 	return b.pool.Capture(context.Background(), capture.Target{URL: url, Viewport: vp, Session: sess}, m)
@@ -206,7 +206,7 @@ func TestCaptureViewports(t *testing.T) {
 }
 
 func testViewports(t *testing.T, b *bundle) {
-	for _, vp := range []engine.Viewport{engine.Mobile, engine.Tablet, engine.Desktop} {
+	for _, vp := range []design.Viewport{design.Mobile, design.Tablet, design.Desktop} {
 		t.Run(string(vp), func(t *testing.T) {
 			t.Parallel()
 			sess := b.proxy.NewSession()
@@ -220,11 +220,11 @@ func testViewports(t *testing.T, b *bundle) {
 			if seen.Width != w || seen.Height != h {
 				t.Errorf("viewport = %d×%d, want %d×%d", seen.Width, seen.Height, w, h)
 			}
-			if want := vp != engine.Desktop; seen.Touch != want {
+			if want := vp != design.Desktop; seen.Touch != want {
 				t.Errorf("touch = %v, want %v", seen.Touch, want)
 			}
-			if got := strings.Contains(seen.UserAgent, " Mobile "); got != (vp == engine.Mobile) {
-				t.Errorf("user agent %q: Mobile = %v, want %v", seen.UserAgent, got, vp == engine.Mobile)
+			if got := strings.Contains(seen.UserAgent, " Mobile "); got != (vp == design.Mobile) {
+				t.Errorf("user agent %q: Mobile = %v, want %v", seen.UserAgent, got, vp == design.Mobile)
 			}
 			if strings.Contains(seen.UserAgent, "Headless") {
 				t.Errorf("user agent %q announces a headless browser", seen.UserAgent)
@@ -258,23 +258,23 @@ func testViewports(t *testing.T, b *bundle) {
 			if !slices.ContainsFunc(h0.ConsoleErrors, func(s string) bool { return strings.Contains(s, "boom from the page") }) {
 				t.Errorf("console errors = %q, want the page's console.error", h0.ConsoleErrors)
 			}
-			if !slices.ContainsFunc(h0.Failed, func(f engine.Failure) bool {
+			if !slices.ContainsFunc(h0.Failed, func(f design.Failure) bool {
 				return strings.HasSuffix(f.URL, "/missing.png") && f.Code == "HTTP_404"
 			}) {
 				t.Errorf("failed requests = %+v, want /missing.png HTTP_404", h0.Failed)
 			}
-			if !slices.ContainsFunc(h0.Failed, func(f engine.Failure) bool { return strings.HasSuffix(f.URL, "/refused.png") }) {
+			if !slices.ContainsFunc(h0.Failed, func(f design.Failure) bool { return strings.HasSuffix(f.URL, "/refused.png") }) {
 				t.Errorf("failed requests = %+v, want the refused /refused.png", h0.Failed)
 			}
-			if slices.ContainsFunc(h0.Failed, func(f engine.Failure) bool { return f.URL == "" }) {
+			if slices.ContainsFunc(h0.Failed, func(f design.Failure) bool { return f.URL == "" }) {
 				t.Errorf("failed requests = %+v list one with no URL", h0.Failed)
 			}
-			if !slices.ContainsFunc(h0.EgressBlocked, func(f engine.Failure) bool {
+			if !slices.ContainsFunc(h0.EgressBlocked, func(f design.Failure) bool {
 				return strings.Contains(f.URL, blockedHost) && f.Code == string(fault.DNSTargetProhibited)
 			}) {
 				t.Errorf("egress blocked = %+v, want the %s image with DNS_TARGET_PROHIBITED", h0.EgressBlocked, blockedHost)
 			}
-			if slices.ContainsFunc(h0.Failed, func(f engine.Failure) bool { return strings.Contains(f.URL, blockedHost) }) {
+			if slices.ContainsFunc(h0.Failed, func(f design.Failure) bool { return strings.Contains(f.URL, blockedHost) }) {
 				t.Errorf("the blocked request is listed as failed too: %+v", h0.Failed)
 			}
 			if h0.CaptureDuration <= 0 {
@@ -287,7 +287,7 @@ func testViewports(t *testing.T, b *bundle) {
 func TestCaptureCapsScreenshotHeight(t *testing.T) {
 	t.Parallel()
 	b := setup(t, capture.Options{MaxHeight: 3000})
-	c, err := b.capture(b.site.url+"/tall", engine.Desktop, nil)
+	c, err := b.capture(b.site.url+"/tall", design.Desktop, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,11 +306,11 @@ func TestCaptureFailureKeepsHealth(t *testing.T) {
 	sess := b.proxy.NewSession()
 	defer sess.Close()
 	// The document itself is refused by the guard.
-	c, err := b.pool.Capture(context.Background(), capture.Target{URL: "http://" + blockedHost + "/", Viewport: engine.Mobile, Session: sess}, nil)
+	c, err := b.pool.Capture(context.Background(), capture.Target{URL: "http://" + blockedHost + "/", Viewport: design.Mobile, Session: sess}, nil)
 	if !fault.Is(err, fault.CaptureFailed) || !strings.Contains(err.Error(), string(fault.DNSTargetProhibited)) {
 		t.Fatalf("err = %v, want CAPTURE_FAILED naming DNS_TARGET_PROHIBITED", err)
 	}
-	if c == nil || !slices.ContainsFunc(c.Health.EgressBlocked, func(f engine.Failure) bool { return f.URL == "http://"+blockedHost+"/" }) {
+	if c == nil || !slices.ContainsFunc(c.Health.EgressBlocked, func(f design.Failure) bool { return f.URL == "http://"+blockedHost+"/" }) {
 		t.Fatalf("health of the failed capture lost the blocked document: %+v", c)
 	}
 	if strings.Contains(fmt.Sprint(err), "169.254") {
@@ -326,7 +326,7 @@ func TestCaptureSurvivesBrowserCrash(t *testing.T) {
 	t.Parallel()
 	b := setup(t, capture.Options{})
 	url := b.site.url + "/tall"
-	if _, err := b.capture(url, engine.Desktop, nil); err != nil {
+	if _, err := b.capture(url, design.Desktop, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -344,7 +344,7 @@ func TestCaptureSurvivesBrowserCrash(t *testing.T) {
 		return nil
 	}
 	t0 := time.Now()
-	c, err := b.capture(url, engine.Desktop, kill)
+	c, err := b.capture(url, design.Desktop, kill)
 	t.Logf("mid-capture crash and retry took %v", time.Since(t0))
 	if err != nil {
 		t.Fatalf("capture after a mid-capture crash: %v", err)
@@ -359,7 +359,7 @@ func TestCaptureSurvivesBrowserCrash(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	t0 = time.Now()
-	if _, err := b.capture(url, engine.Mobile, nil); err != nil {
+	if _, err := b.capture(url, design.Mobile, nil); err != nil {
 		t.Fatalf("capture after a crash between captures: %v", err)
 	}
 	t.Logf("capture after a crash between captures took %v", time.Since(t0))
@@ -378,7 +378,7 @@ func TestPoolRequiresProxyAndClose(t *testing.T) {
 	}
 	b := setup(t, capture.Options{})
 	b.pool.Close()
-	if _, err := b.pool.Capture(context.Background(), capture.Target{URL: b.site.url + "/page", Viewport: engine.Mobile}, nil); !errors.Is(err, capture.ErrClosed) {
+	if _, err := b.pool.Capture(context.Background(), capture.Target{URL: b.site.url + "/page", Viewport: design.Mobile}, nil); !errors.Is(err, capture.ErrClosed) {
 		t.Errorf("capture after Close: err = %v, want ErrClosed", err)
 	}
 }
@@ -400,7 +400,7 @@ func TestCaptureAnswersProxyAuth(t *testing.T) {
 	defer sess.Close()
 	var seen inPage
 	c, err := b.pool.Capture(context.Background(), capture.Target{
-		URL: b.site.url + "/page", Viewport: engine.Desktop, Session: sharedListener{sess, b.proxy.Addr()},
+		URL: b.site.url + "/page", Viewport: design.Desktop, Session: sharedListener{sess, b.proxy.Addr()},
 	}, measureInto(&seen))
 	if err != nil {
 		t.Fatalf("capture through the shared listener: %v", err)
@@ -408,7 +408,7 @@ func TestCaptureAnswersProxyAuth(t *testing.T) {
 	if c.Health.StatusCode != 200 || seen.FontStatus != "loaded" {
 		t.Errorf("status %d, font %q: the page or its subresources did not get through", c.Health.StatusCode, seen.FontStatus)
 	}
-	if !slices.ContainsFunc(c.Health.EgressBlocked, func(f engine.Failure) bool { return strings.Contains(f.URL, blockedHost) }) {
+	if !slices.ContainsFunc(c.Health.EgressBlocked, func(f design.Failure) bool { return strings.Contains(f.URL, blockedHost) }) {
 		t.Errorf("egress blocked = %+v: the session's refusals were not attributed to it", c.Health.EgressBlocked)
 	}
 }

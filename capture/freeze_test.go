@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/bastion-mcp/bastion/capture"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 )
 
 // TestFreezeKeepsAreaLinks: the freeze sheet stops animations without
@@ -36,7 +36,7 @@ func TestFreezeKeepsAreaLinks(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	var links []string
-	_, err := b.capture(srv.URL+"/", engine.Desktop, func(ctx context.Context) error {
+	_, err := b.capture(srv.URL+"/", design.Desktop, func(ctx context.Context) error {
 		if _, err := chromedp.Call(ctx, accessibility.Enable, cdp.Empty{}); err != nil {
 			return err
 		}

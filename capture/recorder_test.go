@@ -3,9 +3,8 @@ package capture
 import (
 	"testing"
 
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/chromedp/cdproto/network"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // TestRecorderDropsUnattributedFailures: a loadingFailed for a request the
@@ -19,9 +18,9 @@ func TestRecorderDropsUnattributedFailures(t *testing.T) {
 	r.handle(&network.EventLoadingFailed{RequestID: "1", ErrorText: "net::ERR_CONNECTION_REFUSED"})
 	r.handle(&network.EventLoadingFailed{RequestID: "ghost", ErrorText: "net::ERR_CACHE_MISS"})
 	r.handle(&network.EventResponseReceived{RequestID: "2", Type: network.ResourceTypeImage, Response: &network.Response{URL: "http://site.test/missing.png", Status: 404}})
-	var h engine.PageHealth
+	var h design.PageHealth
 	r.fill(&h, nil)
-	want := []engine.Failure{
+	want := []design.Failure{
 		{URL: "http://site.test/app.js", Code: "net::ERR_CONNECTION_REFUSED"},
 		{URL: "http://site.test/missing.png", Code: "HTTP_404"},
 	}

@@ -4,9 +4,8 @@ package checks
 
 import (
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
 	"strings"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // brokenImage: an img that finished loading without any image data.
@@ -17,17 +16,17 @@ func (j *judge) brokenImage() {
 		if im == nil || !im.Complete || im.NaturalWidth != 0 || strings.TrimSpace(im.Src) == "" || e.Invisible {
 			continue
 		}
-		sev := engine.Major
+		sev := design.Major
 		if im.Alt != nil && *im.Alt == "" {
-			sev = engine.Minor // decorative
+			sev = design.Minor // decorative
 		}
 		src := pageRelative(im.Src, j.s.Origin)
-		j.add(engine.Finding{
+		j.add(design.Finding{
 			Kind: KindBrokenImage, Severity: sev,
 			Title:       "Image failed to load",
 			Description: fmt.Sprintf("The image %q loaded no image data, so the page shows a broken image or its alt text.", trunc(src, 120)),
 			Selector:    e.Selector, Box: e.Box,
-			Facts: engine.Facts{"src": trunc(src, 300), "rendered_width": e.Box.W, "rendered_height": e.Box.H},
+			Facts: design.Facts{"src": trunc(src, 300), "rendered_width": e.Box.W, "rendered_height": e.Box.H},
 			Fix:   "Fix the image URL (check the path, that the file is deployed and its content type), or remove the img.",
 		})
 	}
@@ -60,12 +59,12 @@ func trunc(s string, n int) string {
 // unnamed: controls the accessibility tree exposes with no name.
 func (j *judge) unnamed() {
 	for _, u := range j.s.Unnamed {
-		j.add(engine.Finding{
-			Kind: KindUnnamedControl, Severity: engine.Major,
+		j.add(design.Finding{
+			Kind: KindUnnamedControl, Severity: design.Major,
 			Title:       fmt.Sprintf("%s has no accessible name", u.Role),
 			Description: fmt.Sprintf("Screen readers announce this %s without a name, so its purpose is unknown to people who cannot see it.", u.Role),
 			Selector:    u.Selector, Box: u.Box,
-			Facts: engine.Facts{"role": u.Role},
+			Facts: design.Facts{"role": u.Role},
 			Fix:   fmt.Sprintf("Give %s a name: visible text, aria-label, aria-labelledby, a <label for>, or alt text on its image.", u.Selector),
 		})
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/checks"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 )
 
 var onlyCase = flag.String("a11y.case", "", "run TestAccessibilityCases on this case file only and log its findings")
@@ -83,7 +83,7 @@ func TestAccessibilityCases(t *testing.T) {
 	base := serveCorpus(t, dir)
 
 	var mu sync.Mutex
-	got := map[string][]engine.Finding{}
+	got := map[string][]design.Finding{}
 	queue := make(chan a11yCase)
 	var wg sync.WaitGroup
 	for range 2 {
@@ -93,7 +93,7 @@ func TestAccessibilityCases(t *testing.T) {
 			defer wg.Done()
 			defer tb.cancel()
 			for c := range queue {
-				s := tb.snapshot(t, base+"/"+c.File, engine.Desktop)
+				s := tb.snapshot(t, base+"/"+c.File, design.Desktop)
 				fs := checks.Run(s, checks.Config{})
 				mu.Lock()
 				got[c.File] = fs
@@ -175,7 +175,7 @@ func TestAccessibilityCases(t *testing.T) {
 	}
 }
 
-func alsoSelectors(f engine.Finding) []string {
+func alsoSelectors(f design.Finding) []string {
 	l, _ := f.Facts["also"].([]string)
 	return l
 }

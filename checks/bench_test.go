@@ -5,7 +5,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/checks"
 	"github.com/bastion-mcp/bastion/checks/corpus"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/tokens"
 )
 
@@ -19,7 +19,7 @@ func BenchmarkRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := readGolden(b, goldenName("clean-dashboard.html", engine.Mobile)+".json")
+	s := readGolden(b, goldenName("clean-dashboard.html", design.Mobile)+".json")
 	b.ReportAllocs()
 	for b.Loop() {
 		checks.Run(s, checks.Config{Tokens: set})
@@ -35,9 +35,9 @@ func BenchmarkCollect(b *testing.B) {
 			base := serveCorpus(b, corpus.Dir())
 			tb := br.newTab(b)
 			defer tb.cancel()
-			tb.snapshot(b, base+"/"+page, engine.Mobile)
+			tb.snapshot(b, base+"/"+page, design.Mobile)
 			for b.Loop() {
-				if _, err := checks.Collect(tb.ctx, engine.Mobile); err != nil {
+				if _, err := checks.Collect(tb.ctx, design.Mobile); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -53,6 +53,6 @@ func BenchmarkSnapshot(b *testing.B) {
 	tb := br.newTab(b)
 	defer tb.cancel()
 	for b.Loop() {
-		tb.snapshot(b, base+"/clean-landing.html", engine.Mobile)
+		tb.snapshot(b, base+"/clean-landing.html", design.Mobile)
 	}
 }

@@ -18,12 +18,11 @@ package checks
 import (
 	"cmp"
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
+	"github.com/bastion-mcp/bastion/tokens"
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/bastion-mcp/bastion/engine"
-	"github.com/bastion-mcp/bastion/tokens"
 )
 
 // The check kinds, in report order.
@@ -107,11 +106,11 @@ var checkers = map[string]checker{
 // Run judges s with every check and returns the findings in a stable order
 // (kind, then position, then selector). Route and ID are left for the
 // engine to fill.
-func Run(s *Snapshot, cfg Config) []engine.Finding {
+func Run(s *Snapshot, cfg Config) []design.Finding {
 	return run(s, cfg, allKinds)
 }
 
-func run(s *Snapshot, cfg Config, kinds []string) []engine.Finding {
+func run(s *Snapshot, cfg Config, kinds []string) []design.Finding {
 	if s == nil {
 		return nil
 	}
@@ -128,7 +127,7 @@ func run(s *Snapshot, cfg Config, kinds []string) []engine.Finding {
 	for i, k := range allKinds {
 		order[k] = i
 	}
-	slices.SortStableFunc(j.out, func(a, b engine.Finding) int {
+	slices.SortStableFunc(j.out, func(a, b design.Finding) int {
 		return cmp.Or(cmp.Compare(order[a.Kind], order[b.Kind]), cmp.Compare(a.Box.Y, b.Box.Y),
 			cmp.Compare(a.Box.X, b.Box.X), cmp.Compare(a.Selector, b.Selector))
 	})
@@ -139,10 +138,10 @@ func run(s *Snapshot, cfg Config, kinds []string) []engine.Finding {
 // viewport) and re-runs f's check: Passed when the check no longer reports
 // it, Failed with the new facts when it does, Inconclusive when the element
 // is gone or the kind is unknown.
-func Remeasure(s *Snapshot, cfg Config, f engine.Finding) engine.RecheckOutcome {
-	out := engine.RecheckOutcome{FindingID: f.ID}
+func Remeasure(s *Snapshot, cfg Config, f design.Finding) design.RecheckOutcome {
+	out := design.RecheckOutcome{FindingID: f.ID}
 	if _, ok := checkers[f.Kind]; !ok || s == nil {
-		out.Outcome, out.Reason = engine.Inconclusive, "unknown check kind "+f.Kind
+		out.Outcome, out.Reason = design.Inconclusive, "unknown check kind "+f.Kind
 		return out
 	}
 	why := offReason(s, cfg, f.Kind)
@@ -150,17 +149,17 @@ func Remeasure(s *Snapshot, cfg Config, f engine.Finding) engine.RecheckOutcome 
 		why = offReason(s, cfg, scaleScope)
 	}
 	if why != "" {
-		out.Outcome, out.Reason = engine.Inconclusive, "the check does not apply here: "+why
+		out.Outcome, out.Reason = design.Inconclusive, "the check does not apply here: "+why
 		return out
 	}
-	var estimate *engine.Finding
+	var estimate *design.Finding
 	for _, g := range run(s, cfg, []string{f.Kind}) {
 		if g.Selector != f.Selector && !slices.Contains(alsoOf(g), f.Selector) {
 			continue
 		}
 		switch {
 		case sameRule(f, g):
-			out.Outcome, out.Facts = engine.Failed, g.Facts
+			out.Outcome, out.Facts = design.Failed, g.Facts
 			out.Reason = "still measured: " + g.Title
 			return out
 		case f.Kind == KindContrast && !f.Advisory && g.Advisory && estimate == nil:
@@ -170,7 +169,7 @@ func Remeasure(s *Snapshot, cfg Config, f engine.Finding) engine.RecheckOutcome 
 	if estimate != nil {
 		// The measured defect became an estimate (the text now sits on a
 		// gradient or is translucent): neither fixed nor measured.
-		out.Outcome, out.Facts = engine.Inconclusive, estimate.Facts
+		out.Outcome, out.Facts = design.Inconclusive, estimate.Facts
 		out.Reason = "only an estimate remains, check it by eye: " + estimate.Title
 		return out
 	}
@@ -179,10 +178,10 @@ func Remeasure(s *Snapshot, cfg Config, f engine.Finding) engine.RecheckOutcome 
 		present = present || u.Selector == f.Selector
 	}
 	if !present {
-		out.Outcome, out.Reason = engine.Inconclusive, "element gone: "+f.Selector+" is no longer in the page"
+		out.Outcome, out.Reason = design.Inconclusive, "element gone: "+f.Selector+" is no longer in the page"
 		return out
 	}
-	out.Outcome, out.Reason = engine.Passed, "measured again: the defect is gone"
+	out.Outcome, out.Reason = design.Passed, "measured again: the defect is gone"
 	return out
 }
 
@@ -192,7 +191,7 @@ func Remeasure(s *Snapshot, cfg Config, f engine.Finding) engine.RecheckOutcome 
 // colour property and another) must be rechecked against the same rule,
 // not against whatever else the kind still says about the element. It reads
 // only what survives a JSON round trip (the advisory flag and fact names).
-func ruleOf(f engine.Finding) string {
+func ruleOf(f design.Finding) string {
 	has := func(k string) bool { _, ok := f.Facts[k]; return ok }
 	switch f.Kind {
 	case KindTapTarget:
@@ -228,7 +227,7 @@ func ruleOf(f engine.Finding) string {
 // stored finding f reported. An advisory finding is still shown by a hard
 // one of its kind (a target under 24 px is under 44 px too; a contrast
 // measured low is low at its worst point too).
-func sameRule(f, g engine.Finding) bool {
+func sameRule(f, g design.Finding) bool {
 	if ruleOf(f) == ruleOf(g) {
 		return true
 	}
@@ -237,7 +236,7 @@ func sameRule(f, g engine.Finding) bool {
 
 // alsoOf returns the other selectors a grouped finding covers, whether f
 // was built here or decoded from JSON.
-func alsoOf(f engine.Finding) []string {
+func alsoOf(f design.Finding) []string {
 	switch l := f.Facts["also"].(type) {
 	case []string:
 		return l
@@ -257,7 +256,7 @@ func alsoOf(f engine.Finding) []string {
 type judge struct {
 	s   *Snapshot
 	cfg Config
-	out []engine.Finding
+	out []design.Finding
 }
 
 func (j *judge) el(i int) *Element {
@@ -267,11 +266,11 @@ func (j *judge) el(i int) *Element {
 	return &j.s.Elements[i]
 }
 
-func (j *judge) add(f engine.Finding) {
+func (j *judge) add(f design.Finding) {
 	if f.Selector == "" {
 		return // nothing an author could act on
 	}
-	f.Viewports = []engine.Viewport{j.s.Viewport}
+	f.Viewports = []design.Viewport{j.s.Viewport}
 	for k, v := range f.Facts {
 		if x, ok := v.(float64); ok {
 			f.Facts[k] = round2(x)
@@ -321,7 +320,7 @@ func (g *groups) each(fn func(*group)) {
 	}
 }
 
-func withAlso(f engine.Facts, g *group) engine.Facts {
+func withAlso(f design.Facts, g *group) design.Facts {
 	f["count"] = g.count
 	if len(g.also) > 0 {
 		f["also"] = g.also

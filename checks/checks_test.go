@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/bastion-mcp/bastion/checks"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/tokens"
 )
 
@@ -18,12 +18,12 @@ type page struct {
 	s *checks.Snapshot
 }
 
-func newPage(vp engine.Viewport) *page {
+func newPage(vp design.Viewport) *page {
 	w, h, _ := vp.Size()
 	s := &checks.Snapshot{Viewport: vp, Width: float64(w), Height: float64(h), DocWidth: float64(w), DocHeight: 2000}
 	p := &page{s}
-	p.add(checks.Element{Parent: -1, Tag: "html", Selector: "html", Box: engine.Rect{W: float64(w), H: 2000}})
-	p.add(checks.Element{Parent: 0, Tag: "body", Selector: "body", Box: engine.Rect{W: float64(w), H: 2000}})
+	p.add(checks.Element{Parent: -1, Tag: "html", Selector: "html", Box: design.Rect{W: float64(w), H: 2000}})
+	p.add(checks.Element{Parent: 0, Tag: "body", Selector: "body", Box: design.Rect{W: float64(w), H: 2000}})
 	return p
 }
 
@@ -39,20 +39,20 @@ func (p *page) add(e checks.Element) int {
 	if e.FontSize == 0 {
 		e.FontSize = 16
 	}
-	if e.Text != nil && len(e.Text.Rects) == 1 && e.Text.Rects[0] == (engine.Rect{X: 16, Y: 16, W: 200, H: 22}) {
-		e.Text.Rects = []engine.Rect{e.Box} // the text fills the element unless a test says otherwise
+	if e.Text != nil && len(e.Text.Rects) == 1 && e.Text.Rects[0] == (design.Rect{X: 16, Y: 16, W: 200, H: 22}) {
+		e.Text.Rects = []design.Rect{e.Box} // the text fills the element unless a test says otherwise
 	}
 	p.s.Elements = append(p.s.Elements, e)
 	return e.Index
 }
 
 func text(color string, bg ...checks.Layer) *checks.Text {
-	return &checks.Text{Rects: []engine.Rect{{X: 16, Y: 16, W: 200, H: 22}}, Chars: 20, Weight: 400, Family: "Brand Sans", Color: color, Measured: true, Bg: bg}
+	return &checks.Text{Rects: []design.Rect{{X: 16, Y: 16, W: 200, H: 22}}, Chars: 20, Weight: 400, Family: "Brand Sans", Color: color, Measured: true, Bg: bg}
 }
 
 func bg(c string) checks.Layer { return checks.Layer{Color: c} }
 
-func kindsOf(fs []engine.Finding, kind string) []string {
+func kindsOf(fs []design.Finding, kind string) []string {
 	var out []string
 	for _, f := range fs {
 		if f.Kind == kind {
@@ -62,11 +62,11 @@ func kindsOf(fs []engine.Finding, kind string) []string {
 	return out
 }
 
-func box(x, y, w, h float64) engine.Rect { return engine.Rect{X: x, Y: y, W: w, H: h} }
+func box(x, y, w, h float64) design.Rect { return design.Rect{X: x, Y: y, W: w, H: h} }
 
 func TestContrastRules(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(209, 213, 219)", bg("rgb(255, 255, 255)"))})
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.ok", Box: box(16, 48, 400, 24), Text: text("rgb(75, 85, 99)", bg("rgb(255, 255, 255)"))})
 	// Large text needs only 3:1: #767676-ish at 24px passes, at 16px fails.
@@ -104,7 +104,7 @@ func TestContrastRules(t *testing.T) {
 			if r := f.Facts["ratio"].(float64); r != 1.47 {
 				t.Errorf("p.low ratio = %v; want 1.47", r)
 			}
-			if f.Severity != engine.Major || f.Fix == "" || f.Viewports[0] != engine.Desktop {
+			if f.Severity != design.Major || f.Fix == "" || f.Viewports[0] != design.Desktop {
 				t.Errorf("p.low finding = %+v", f)
 			}
 		}
@@ -113,7 +113,7 @@ func TestContrastRules(t *testing.T) {
 
 func TestViewportOverflowBlamesOutermost(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Mobile)
+	p := newPage(design.Mobile)
 	main := p.add(checks.Element{Parent: 1, Tag: "main", Selector: "main", Box: box(0, 0, 390, 800)})
 	wide := p.add(checks.Element{Parent: main, Tag: "div", Selector: "div.wide", Box: box(16, 16, 520, 100)})
 	p.add(checks.Element{Parent: wide, Tag: "p", Selector: "div.wide > p", Box: box(16, 16, 500, 24)})
@@ -126,10 +126,10 @@ func TestViewportOverflowBlamesOutermost(t *testing.T) {
 	// Own text that runs past the edge (a long URL) counts; own text of an
 	// element that clips it (ellipsis) does not.
 	url := text("rgb(0, 0, 0)")
-	url.Rects = []engine.Rect{box(16, 400, 560, 22)}
+	url.Rects = []design.Rect{box(16, 400, 560, 22)}
 	p.add(checks.Element{Parent: main, Tag: "p", Selector: "p.url", Box: box(16, 400, 358, 22), Text: url})
 	el := text("rgb(0, 0, 0)")
-	el.Rects = []engine.Rect{box(16, 440, 560, 22)}
+	el.Rects = []design.Rect{box(16, 440, 560, 22)}
 	p.add(checks.Element{Parent: main, Tag: "p", Selector: "p.ellipsis", OwnClipX: true, Box: box(16, 440, 358, 22), Text: el})
 
 	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindViewportOverflow)
@@ -140,7 +140,7 @@ func TestViewportOverflowBlamesOutermost(t *testing.T) {
 
 func TestContainerEscape(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	card := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.card", Bounded: true, Box: box(16, 16, 280, 200)})
 	inner := p.add(checks.Element{Parent: card, Tag: "div", Selector: "div.inner", Box: box(16, 16, 280, 150)})
 	chart := p.add(checks.Element{Parent: inner, Tag: "div", Selector: "div.chart", Box: box(40, 40, 320, 120)})
@@ -164,7 +164,7 @@ func TestContainerEscape(t *testing.T) {
 
 func TestTextClippedExceptions(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.cut", Box: box(0, 0, 200, 48), Clip: &checks.Clip{Y: 40}})
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.ellipsis", Box: box(0, 60, 200, 24), Clip: &checks.Clip{X: 90, Ellipsis: true}})
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.clamp", Box: box(0, 90, 200, 48), Clip: &checks.Clip{Y: 60, LineClamp: true}})
@@ -181,7 +181,7 @@ func TestTextClippedExceptions(t *testing.T) {
 
 func TestOverlapBlamesBranchAndSkipsOverlays(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	art := p.add(checks.Element{Parent: 1, Tag: "article", Selector: "article", Box: box(0, 0, 600, 300)})
 	title := p.add(checks.Element{Parent: art, Tag: "h1", Selector: "h1", Box: box(0, 0, 600, 40), Text: text("rgb(0, 0, 0)")})
 	meta := p.add(checks.Element{Parent: art, Tag: "div", Selector: "div.meta", Box: box(0, 20, 600, 40)})
@@ -201,7 +201,7 @@ func TestOverlapBlamesBranchAndSkipsOverlays(t *testing.T) {
 
 func TestOccludedControl(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	p.add(checks.Element{Parent: 1, Tag: "a", Selector: "a.covered", Box: box(0, 0, 120, 48), Control: &checks.Control{Role: "link", Hit: "other", HitBy: "div.glow"}})
 	p.add(checks.Element{Parent: 1, Tag: "a", Selector: "a.free", Box: box(0, 60, 120, 48), Control: &checks.Control{Role: "link", Hit: "self"}})
 	p.add(checks.Element{Parent: 1, Tag: "input", Selector: "input.custom", Box: box(0, 120, 16, 16), Control: &checks.Control{Role: "checkbox", Hit: "label"}})
@@ -218,7 +218,7 @@ func TestOccludedControl(t *testing.T) {
 
 func TestTapTargetExceptions(t *testing.T) {
 	t.Parallel()
-	build := func(vp engine.Viewport) *checks.Snapshot {
+	build := func(vp design.Viewport) *checks.Snapshot {
 		p := newPage(vp)
 		// Two 20×20 buttons 2 px apart: their 24 px circles intersect.
 		p.add(checks.Element{Parent: 1, Tag: "button", Selector: "#a", Box: box(16, 16, 20, 20), Control: &checks.Control{Role: "button", Hit: "self"}})
@@ -235,19 +235,19 @@ func TestTapTargetExceptions(t *testing.T) {
 		p.add(checks.Element{Parent: 1, Tag: "button", Selector: "button.small", Box: box(16, 400, 120, 40), Control: &checks.Control{Role: "button", Hit: "self"}})
 		return p.s
 	}
-	got := kindsOf(checks.Run(build(engine.Mobile), checks.Config{}), checks.KindTapTarget)
+	got := kindsOf(checks.Run(build(design.Mobile), checks.Config{}), checks.KindTapTarget)
 	if want := []string{"#a", "#b", "a.next"}; !slices.Equal(got, want) {
 		t.Errorf("mobile tap_target = %v; want %v (the 44 px advice only in the strict profile)", got, want)
 	}
-	got = kindsOf(checks.Run(build(engine.Mobile), checks.Config{StrictTargets: true}), checks.KindTapTarget)
+	got = kindsOf(checks.Run(build(design.Mobile), checks.Config{StrictTargets: true}), checks.KindTapTarget)
 	if want := []string{"#a", "#b", "a.next", "button.small"}; !slices.Equal(got, want) {
 		t.Errorf("strict mobile tap_target = %v; want %v", got, want)
 	}
-	got = kindsOf(checks.Run(build(engine.Tablet), checks.Config{}), checks.KindTapTarget)
+	got = kindsOf(checks.Run(build(design.Tablet), checks.Config{}), checks.KindTapTarget)
 	if want := []string{"#a", "#b", "a.next"}; !slices.Equal(got, want) {
 		t.Errorf("tablet tap_target = %v; want %v", got, want)
 	}
-	if got := kindsOf(checks.Run(build(engine.Desktop), checks.Config{}), checks.KindTapTarget); len(got) != 0 {
+	if got := kindsOf(checks.Run(build(design.Desktop), checks.Config{}), checks.KindTapTarget); len(got) != 0 {
 		t.Errorf("desktop tap_target = %v; want none", got)
 	}
 }
@@ -267,7 +267,7 @@ func testTokens(t *testing.T) *tokens.Set {
 
 func TestTokenChecksJudgeOnlyPageSetValues(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.brandish", Set: map[string]any{"color": "rgb(38, 99, 235)"}, Box: box(0, 0, 100, 20)})
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.purple", Set: map[string]any{"color": "rgb(124, 58, 237)"}, Box: box(0, 30, 100, 20)})
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.purple2", Set: map[string]any{"color": "rgb(124, 58, 237)"}, Box: box(0, 60, 100, 20)})
@@ -295,7 +295,7 @@ func TestTokenChecksJudgeOnlyPageSetValues(t *testing.T) {
 
 func TestFontChecks(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	p.s.FontsFailed = []string{"Display Pro"}
 	probe := func(i int) *int { return &i }
 	// A failed web font: font_fallback, not off_token_font.
@@ -326,7 +326,7 @@ func TestFontChecks(t *testing.T) {
 
 func TestTypeScale(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Mobile)
+	p := newPage(design.Mobile)
 	p.add(checks.Element{Parent: 1, Tag: "h1", Selector: "h1", Heading: 1, FontSize: 36, Box: box(0, 0, 300, 40), Text: text("rgb(0, 0, 0)")})
 	p.add(checks.Element{Parent: 1, Tag: "h2", Selector: "h2", Heading: 2, FontSize: 24, Box: box(0, 50, 300, 30), Text: text("rgb(0, 0, 0)")})
 	p.add(checks.Element{Parent: 1, Tag: "h3", Selector: "h3.big", Heading: 3, FontSize: 30, Set: map[string]any{"font-size": "30px"}, Box: box(0, 90, 300, 30), Text: text("rgb(0, 0, 0)")})
@@ -342,7 +342,7 @@ func TestTypeScale(t *testing.T) {
 	if got := kindsOf(fs, checks.KindTypeScale); len(got) != 4 {
 		t.Errorf("type_scale with tokens = %v; want 4 findings", got)
 	}
-	p.s.Viewport = engine.Desktop
+	p.s.Viewport = design.Desktop
 	if got, want := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindTypeScale), []string{"h3.big"}; !slices.Equal(got, want) {
 		t.Errorf("desktop type_scale = %v; want %v (12px rule is mobile only)", got, want)
 	}
@@ -350,7 +350,7 @@ func TestTypeScale(t *testing.T) {
 
 func TestBrokenImageAndUnnamed(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	empty := ""
 	alt := "Team photo"
 	p.add(checks.Element{Parent: 1, Tag: "img", Selector: "img.photo", Box: box(0, 0, 300, 200), Image: &checks.Image{Src: "/a.jpg", Complete: true, Alt: &alt}})
@@ -362,7 +362,7 @@ func TestBrokenImageAndUnnamed(t *testing.T) {
 	if got, want := kindsOf(fs, checks.KindBrokenImage), []string{"img.photo", "img.deco"}; !slices.Equal(got, want) {
 		t.Errorf("broken_image = %v; want %v", got, want)
 	}
-	if fs[0].Severity != engine.Major || fs[1].Severity != engine.Minor {
+	if fs[0].Severity != design.Major || fs[1].Severity != design.Minor {
 		t.Errorf("severities %v %v; want major for content, minor for decorative", fs[0].Severity, fs[1].Severity)
 	}
 	if got, want := kindsOf(fs, checks.KindUnnamedControl), []string{"button.icon"}; !slices.Equal(got, want) {
@@ -372,7 +372,7 @@ func TestBrokenImageAndUnnamed(t *testing.T) {
 
 func TestSpacingRhythm(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	list := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.list", Box: box(0, 0, 400, 400)})
 	y := 0.0
 	for i, gap := range []float64{16, 16, 32, 16, 0} {
@@ -398,7 +398,7 @@ func TestSpacingRhythm(t *testing.T) {
 
 func TestRemeasure(t *testing.T) {
 	t.Parallel()
-	before := newPage(engine.Desktop)
+	before := newPage(design.Desktop)
 	before.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(209, 213, 219)", bg("rgb(255, 255, 255)"))})
 	fs := checks.Run(before.s, checks.Config{})
 	if len(fs) != 1 {
@@ -408,32 +408,32 @@ func TestRemeasure(t *testing.T) {
 	f.ID = "f1"
 	// Round-trip through JSON as the engine stores findings.
 	raw, _ := json.Marshal(f)
-	var stored engine.Finding
+	var stored design.Finding
 	if err := json.Unmarshal(raw, &stored); err != nil {
 		t.Fatal(err)
 	}
 
-	if o := checks.Remeasure(before.s, checks.Config{}, stored); o.Outcome != engine.Failed || o.Facts["ratio"] != 1.47 || o.FindingID != "f1" {
+	if o := checks.Remeasure(before.s, checks.Config{}, stored); o.Outcome != design.Failed || o.Facts["ratio"] != 1.47 || o.FindingID != "f1" {
 		t.Errorf("unchanged page: %+v; want failed with the ratio", o)
 	}
-	fixed := newPage(engine.Desktop)
+	fixed := newPage(design.Desktop)
 	fixed.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(75, 85, 99)", bg("rgb(255, 255, 255)"))})
-	if o := checks.Remeasure(fixed.s, checks.Config{}, stored); o.Outcome != engine.Passed {
+	if o := checks.Remeasure(fixed.s, checks.Config{}, stored); o.Outcome != design.Passed {
 		t.Errorf("fixed page: %+v; want passed", o)
 	}
-	gone := newPage(engine.Desktop)
-	if o := checks.Remeasure(gone.s, checks.Config{}, stored); o.Outcome != engine.Inconclusive {
+	gone := newPage(design.Desktop)
+	if o := checks.Remeasure(gone.s, checks.Config{}, stored); o.Outcome != design.Inconclusive {
 		t.Errorf("element gone: %+v; want inconclusive", o)
 	}
 	stored.Kind = "no_such_check"
-	if o := checks.Remeasure(before.s, checks.Config{}, stored); o.Outcome != engine.Inconclusive {
+	if o := checks.Remeasure(before.s, checks.Config{}, stored); o.Outcome != design.Inconclusive {
 		t.Errorf("unknown kind: %+v; want inconclusive", o)
 	}
 }
 
 func TestSnapshotJSONRoundTrip(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Mobile)
+	p := newPage(design.Mobile)
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(209, 213, 219)", bg("rgb(255, 255, 255)")), Set: map[string]any{"padding-top": 18.0}})
 	p.s.TokenUses = []tokens.Use{{Name: "--color-ink", Value: "#1f2937", Roles: []string{tokens.RoleText}}}
 	raw, err := json.Marshal(p.s)
@@ -469,12 +469,12 @@ func TestKinds(t *testing.T) {
 // applies to the element.
 func TestRemeasureComparesTheSameRule(t *testing.T) {
 	t.Parallel()
-	stored := func(t *testing.T, fs []engine.Finding, sel string, pick func(engine.Finding) bool) engine.Finding {
+	stored := func(t *testing.T, fs []design.Finding, sel string, pick func(design.Finding) bool) design.Finding {
 		t.Helper()
 		for _, f := range fs {
 			if f.Selector == sel && pick(f) {
 				raw, _ := json.Marshal(f)
-				var g engine.Finding
+				var g design.Finding
 				if err := json.Unmarshal(raw, &g); err != nil {
 					t.Fatal(err)
 				}
@@ -482,53 +482,53 @@ func TestRemeasureComparesTheSameRule(t *testing.T) {
 			}
 		}
 		t.Fatalf("no finding on %s in %+v", sel, fs)
-		return engine.Finding{}
+		return design.Finding{}
 	}
-	hard := func(f engine.Finding) bool { return !f.Advisory }
-	soft := func(f engine.Finding) bool { return f.Advisory }
+	hard := func(f design.Finding) bool { return !f.Advisory }
+	soft := func(f design.Finding) bool { return f.Advisory }
 
 	t.Run("TapTarget", func(t *testing.T) {
 		t.Parallel()
 		taps := func(size float64) *checks.Snapshot {
-			p := newPage(engine.Mobile)
+			p := newPage(design.Mobile)
 			p.add(checks.Element{Parent: 1, Tag: "button", Selector: "#a", Box: box(16, 16, size, size), Control: &checks.Control{Role: "button", Hit: "self"}})
 			p.add(checks.Element{Parent: 1, Tag: "button", Selector: "#b", Box: box(16+size+2, 16, 20, 20), Control: &checks.Control{Role: "button", Hit: "self"}})
 			return p.s
 		}
 		small, enlarged := taps(20), taps(32)
 		f := stored(t, checks.Run(small, checks.Config{}), "#a", hard)
-		if o := checks.Remeasure(enlarged, checks.Config{}, f); o.Outcome != engine.Passed {
+		if o := checks.Remeasure(enlarged, checks.Config{}, f); o.Outcome != design.Passed {
 			t.Errorf("24 px finding after enlarging to 32 px: %+v; want passed (only the 44 px advice remains)", o)
 		}
-		if o := checks.Remeasure(small, checks.Config{}, f); o.Outcome != engine.Failed {
+		if o := checks.Remeasure(small, checks.Config{}, f); o.Outcome != design.Failed {
 			t.Errorf("24 px finding on the unchanged page: %+v; want failed", o)
 		}
 		strict := checks.Config{StrictTargets: true}
 		nit := stored(t, checks.Run(enlarged, strict), "#a", soft)
-		if o := checks.Remeasure(enlarged, strict, nit); o.Outcome != engine.Failed {
+		if o := checks.Remeasure(enlarged, strict, nit); o.Outcome != design.Failed {
 			t.Errorf("44 px advice on the unchanged page: %+v; want failed", o)
 		}
-		if o := checks.Remeasure(small, checks.Config{}, nit); o.Outcome != engine.Failed {
+		if o := checks.Remeasure(small, checks.Config{}, nit); o.Outcome != design.Failed {
 			t.Errorf("44 px advice after shrinking under 24 px: %+v; want failed", o)
 		}
 	})
 
 	t.Run("Contrast", func(t *testing.T) {
 		t.Parallel()
-		solid := newPage(engine.Desktop)
+		solid := newPage(design.Desktop)
 		solid.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(209, 213, 219)", bg("rgb(255, 255, 255)"))})
 		f := stored(t, checks.Run(solid.s, checks.Config{}), "p.low", hard)
-		grad := newPage(engine.Desktop)
+		grad := newPage(design.Desktop)
 		grad.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24),
 			Text: text("rgb(120, 120, 120)", checks.Layer{Gradient: []string{"rgb(255, 255, 255)", "rgb(40, 40, 40)"}})})
 		if fs := checks.Run(grad.s, checks.Config{}); len(fs) != 1 || !fs[0].Advisory {
 			t.Fatalf("gradient page findings = %+v; want one advisory contrast finding", fs)
 		}
-		if o := checks.Remeasure(grad.s, checks.Config{}, f); o.Outcome != engine.Inconclusive {
+		if o := checks.Remeasure(grad.s, checks.Config{}, f); o.Outcome != design.Inconclusive {
 			t.Errorf("measured contrast finding where only an estimate remains: %+v; want inconclusive", o)
 		}
 		est := stored(t, checks.Run(grad.s, checks.Config{}), "p.low", soft)
-		if o := checks.Remeasure(solid.s, checks.Config{}, est); o.Outcome != engine.Failed {
+		if o := checks.Remeasure(solid.s, checks.Config{}, est); o.Outcome != design.Failed {
 			t.Errorf("estimated contrast finding now measured low: %+v; want failed", o)
 		}
 	})
@@ -536,20 +536,20 @@ func TestRemeasureComparesTheSameRule(t *testing.T) {
 	t.Run("TypeScale", func(t *testing.T) {
 		t.Parallel()
 		heads := func(h2 float64) *checks.Snapshot {
-			p := newPage(engine.Desktop)
+			p := newPage(design.Desktop)
 			p.add(checks.Element{Parent: 1, Tag: "h1", Selector: "h1", Heading: 1, FontSize: 24, Box: box(16, 16, 400, 30), Text: text("rgb(0, 0, 0)", bg("rgb(255, 255, 255)"))})
 			p.add(checks.Element{Parent: 1, Tag: "h2", Selector: "h2", Heading: 2, FontSize: h2, Box: box(16, 60, 400, 40), Text: text("rgb(0, 0, 0)", bg("rgb(255, 255, 255)")),
 				Set: map[string]any{"font-size": "21px"}})
 			return p.s
 		}
-		order := func(f engine.Finding) bool { _, ok := f.Facts["level"]; return ok }
+		order := func(f design.Finding) bool { _, ok := f.Facts["level"]; return ok }
 		cfg := checks.Config{Tokens: testTokens(t)}
 		f := stored(t, checks.Run(heads(30), cfg), "h2", order)
 		fixed := heads(21) // smaller than the h1 now, still off the type scale
 		if fs := kindsOf(checks.Run(fixed, cfg), checks.KindTypeScale); !slices.Contains(fs, "h2") {
 			t.Fatalf("fixed page type_scale = %v; want the off-scale finding on h2 to remain", fs)
 		}
-		if o := checks.Remeasure(fixed, cfg, f); o.Outcome != engine.Passed {
+		if o := checks.Remeasure(fixed, cfg, f); o.Outcome != design.Passed {
 			t.Errorf("heading-order finding after the fix: %+v; want passed (only the off-scale nit remains)", o)
 		}
 	})
@@ -558,14 +558,14 @@ func TestRemeasureComparesTheSameRule(t *testing.T) {
 		t.Parallel()
 		cfg := checks.Config{Tokens: testTokens(t)}
 		colors := func(fg string) *checks.Snapshot {
-			p := newPage(engine.Desktop)
+			p := newPage(design.Desktop)
 			p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.card", Box: box(16, 16, 400, 100),
 				Set: map[string]any{"color": fg, "background-color": "rgb(250, 200, 0)"}})
 			return p.s
 		}
-		isColor := func(f engine.Finding) bool { return f.Facts["property"] == "color" }
+		isColor := func(f design.Finding) bool { return f.Facts["property"] == "color" }
 		f := stored(t, checks.Run(colors("rgb(200, 0, 120)"), cfg), "div.card", isColor)
-		if o := checks.Remeasure(colors("rgb(31, 41, 55)"), cfg, f); o.Outcome != engine.Passed {
+		if o := checks.Remeasure(colors("rgb(31, 41, 55)"), cfg, f); o.Outcome != design.Passed {
 			t.Errorf("off-token color finding after the color became a token: %+v; want passed (the background one is another finding)", o)
 		}
 	})
@@ -582,7 +582,7 @@ func TestOffTokenFontListsEachFamilyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	q := p.add(checks.Element{Parent: 1, Tag: "blockquote", Selector: "blockquote", Set: map[string]any{"font-family": "Georgia, serif"}, Box: box(0, 50, 300, 40), Text: text("rgb(0, 0, 0)")})
 	p.s.Elements[q].FontProbe = &q
 	p.s.Elements[q].Rendered = []checks.Font{{Family: "DejaVu Serif", Glyphs: 30}}
@@ -599,7 +599,7 @@ func TestOffTokenFontListsEachFamilyOnce(t *testing.T) {
 // of a same-origin image's src fact; a cross-origin src stays whole.
 func TestBrokenImageNamesSameOriginByPath(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	p.s.Origin = "http://127.0.0.1:41234"
 	alt := "x"
 	p.add(checks.Element{Parent: 1, Tag: "img", Selector: "img.own", Box: box(0, 0, 100, 100), Image: &checks.Image{Src: "http://127.0.0.1:41234/img/team.jpg?v=2", Complete: true, Alt: &alt}})

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/bastion-mcp/bastion/checks"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 )
 
 const collectPage = `<!doctype html><html class="light"><head><meta name="viewport" content="width=device-width, initial-scale=1"><style>
@@ -58,9 +58,9 @@ func TestCollect(t *testing.T) {
 		_, _ = w.Write([]byte(collectPage))
 	}))
 	t.Cleanup(srv.Close)
-	s := b.snapshot(t, srv.URL+"/", engine.Mobile)
+	s := b.snapshot(t, srv.URL+"/", design.Mobile)
 
-	if s.Viewport != engine.Mobile || s.Width != 390 {
+	if s.Viewport != design.Mobile || s.Width != 390 {
 		t.Errorf("viewport %s width %v; want mobile 390", s.Viewport, s.Width)
 	}
 	if s.Origin != srv.URL {
@@ -187,7 +187,7 @@ func TestCollectRealWorldPatterns(t *testing.T) {
 		_, _ = w.Write([]byte(patternsPage))
 	}))
 	t.Cleanup(srv.Close)
-	s := b.snapshot(t, srv.URL+"/", engine.Mobile)
+	s := b.snapshot(t, srv.URL+"/", design.Mobile)
 	el := func(sel string) *checks.Element {
 		t.Helper()
 		for i := range s.Elements {
@@ -247,7 +247,7 @@ func TestCollectBounded(t *testing.T) {
 		_, _ = w.Write([]byte(page.String()))
 	}))
 	t.Cleanup(srv.Close)
-	s := b.snapshot(t, srv.URL+"/", engine.Desktop)
+	s := b.snapshot(t, srv.URL+"/", design.Desktop)
 	if !s.Truncated || len(s.Elements) > 4000 {
 		t.Errorf("truncated=%v with %d elements; want truncated at 4000", s.Truncated, len(s.Elements))
 	}

@@ -5,10 +5,9 @@ package checks
 
 import (
 	"fmt"
-	"math"
-
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/tokens"
+	"math"
 )
 
 // background under its glyphs: the pixels read from the rendered page when
@@ -50,9 +49,9 @@ func (j *judge) contrast() {
 	}
 	g.each(func(gr *group) {
 		d := gr.data.(data)
-		sev := engine.Minor
+		sev := design.Minor
 		if d.ratio < d.need*2/3 {
-			sev = engine.Major
+			sev = design.Major
 		}
 		kind := "normal"
 		if d.need == minContrastLarge {
@@ -67,11 +66,11 @@ func (j *judge) contrast() {
 		case d.advisry:
 			desc += " The background is a gradient or the text is translucent, so the worst point was used: check it by eye."
 		}
-		j.add(engine.Finding{
+		j.add(design.Finding{
 			Kind: KindContrast, Severity: sev, Advisory: d.advisry,
 			Title:       fmt.Sprintf("Low text contrast %.2f:1 (needs %.1f:1)", d.ratio, d.need),
 			Description: desc, Selector: gr.first.Selector, Box: textBox(gr.first),
-			Facts: withAlso(engine.Facts{"ratio": d.ratio, "required": d.need, "foreground": d.fg.Hex(),
+			Facts: withAlso(design.Facts{"ratio": d.ratio, "required": d.need, "foreground": d.fg.Hex(),
 				"background": d.bg.Hex(), "font_size_px": d.size}, gr),
 			Fix: fix,
 		})
@@ -144,20 +143,20 @@ func derefOr(p *int, def int) int {
 	return *p
 }
 
-func textBox(e *Element) engine.Rect {
+func textBox(e *Element) design.Rect {
 	if e.Text == nil || len(e.Text.Rects) == 0 {
 		return e.Box
 	}
 	return union(e.Text.Rects)
 }
 
-func union(rs []engine.Rect) engine.Rect {
+func union(rs []design.Rect) design.Rect {
 	x0, y0, x1, y1 := math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)
 	for _, r := range rs {
 		x0, y0 = math.Min(x0, r.X), math.Min(y0, r.Y)
 		x1, y1 = math.Max(x1, r.X+r.W), math.Max(y1, r.Y+r.H)
 	}
-	return engine.Rect{X: x0, Y: y0, W: x1 - x0, H: y1 - y0}
+	return design.Rect{X: x0, Y: y0, W: x1 - x0, H: y1 - y0}
 }
 
 // composite turns background layers (top first) into the opaque colours the

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/bastion-mcp/bastion/checks"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/tokens"
 )
 
@@ -16,7 +16,7 @@ import (
 // published exceptions stay silent whatever the pixels say.
 func TestContrastOnSampledPixels(t *testing.T) {
 	t.Parallel()
-	p := newPage(engine.Desktop)
+	p := newPage(design.Desktop)
 	sampled := func(color, bg, worst string) *checks.Text {
 		x := text(color)
 		x.BgUnknown = "image"

@@ -19,7 +19,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/checks"
 	"github.com/bastion-mcp/bastion/checks/corpus"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/internal/testenv"
 	"github.com/bastion-mcp/bastion/tokens"
 )
@@ -74,7 +74,7 @@ func (b *browser) newTab(t testing.TB) *tab {
 }
 
 // snapshot loads url in a fresh tab at vp and collects a snapshot.
-func (b *browser) snapshot(t testing.TB, url string, vp engine.Viewport) *checks.Snapshot {
+func (b *browser) snapshot(t testing.TB, url string, vp design.Viewport) *checks.Snapshot {
 	t.Helper()
 	tb := b.newTab(t)
 	defer tb.cancel()
@@ -82,13 +82,13 @@ func (b *browser) snapshot(t testing.TB, url string, vp engine.Viewport) *checks
 }
 
 // snapshot loads url at vp and collects a snapshot.
-func (tb *tab) snapshot(t testing.TB, url string, vp engine.Viewport) *checks.Snapshot {
+func (tb *tab) snapshot(t testing.TB, url string, vp design.Viewport) *checks.Snapshot {
 	t.Helper()
 	ctx, tcancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer tcancel()
 	w, h, _ := vp.Size()
 	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-		Width: int64(w), Height: int64(h), DeviceScaleFactor: 1, Mobile: vp != engine.Desktop,
+		Width: int64(w), Height: int64(h), DeviceScaleFactor: 1, Mobile: vp != design.Desktop,
 	}); err != nil {
 		t.Fatalf("%s: viewport: %v", url, err)
 	}
@@ -130,7 +130,7 @@ func configFor(t testing.TB, c *corpus.Corpus, p corpus.Page, s *checks.Snapshot
 	return checks.Config{}
 }
 
-var allViewports = []engine.Viewport{engine.Mobile, engine.Tablet, engine.Desktop}
+var allViewports = []design.Viewport{design.Mobile, design.Tablet, design.Desktop}
 
 // TestCorpus reviews every corpus page at every viewport in real Chromium and
 // scores the findings against the labels: each kind needs precision and
@@ -169,7 +169,7 @@ func TestCorpus(t *testing.T) {
 	base := serveCorpus(t, c.Dir)
 	type job struct {
 		page corpus.Page
-		vp   engine.Viewport
+		vp   design.Viewport
 	}
 	var jobs []job
 	for _, p := range c.Pages {
@@ -181,9 +181,9 @@ func TestCorpus(t *testing.T) {
 		}
 	}
 	// Two tabs work through the pages, each navigating afresh per capture.
-	runAll := func() map[string][]engine.Finding {
+	runAll := func() map[string][]design.Finding {
 		var mu sync.Mutex
-		got := map[string][]engine.Finding{}
+		got := map[string][]design.Finding{}
 		queue := make(chan job)
 		var wg sync.WaitGroup
 		for range 2 {
@@ -248,7 +248,7 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-func describe(fs []engine.Finding, k corpus.Key) string {
+func describe(fs []design.Finding, k corpus.Key) string {
 	for _, f := range fs {
 		if f.Kind == k.Kind && f.Selector == k.Selector && f.Viewports[0] == k.Viewport {
 			return fmt.Sprintf("%s %v", f.Title, f.Facts)
@@ -257,12 +257,12 @@ func describe(fs []engine.Finding, k corpus.Key) string {
 	return ""
 }
 
-func sortFindings(fs []engine.Finding) {
+func sortFindings(fs []design.Finding) {
 	order := map[string]int{}
 	for i, k := range checks.Kinds() {
 		order[k] = i
 	}
-	vpo := map[engine.Viewport]int{engine.Mobile: 0, engine.Tablet: 1, engine.Desktop: 2}
+	vpo := map[design.Viewport]int{design.Mobile: 0, design.Tablet: 1, design.Desktop: 2}
 	for i := 1; i < len(fs); i++ {
 		for j := i; j > 0; j-- {
 			a, b := fs[j-1], fs[j]

@@ -4,9 +4,8 @@ package checks
 
 import (
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
 	"slices"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // The scopes of a kind that can run in part.
@@ -15,17 +14,17 @@ const scaleScope = KindTypeScale + " (token scale)"
 // Coverage returns the kinds Run judges s with under cfg, and for each kind
 // (or part of a kind) it does not judge, why. It is the one place that
 // decides whether a check applies; Run and Remeasure both follow it.
-func Coverage(s *Snapshot, cfg Config) (ran []string, off []engine.Skip) {
+func Coverage(s *Snapshot, cfg Config) (ran []string, off []design.Skip) {
 	ran = []string{}
 	for _, k := range allKinds {
 		if why := offReason(s, cfg, k); why != "" {
-			off = append(off, engine.Skip{What: k, Reason: why})
+			off = append(off, design.Skip{What: k, Reason: why})
 			continue
 		}
 		ran = append(ran, k)
 	}
 	if why := offReason(s, cfg, scaleScope); why != "" && slices.Contains(ran, KindTypeScale) {
-		off = append(off, engine.Skip{What: scaleScope, Reason: why})
+		off = append(off, design.Skip{What: scaleScope, Reason: why})
 	}
 	return ran, off
 }
@@ -45,7 +44,7 @@ func offReason(s *Snapshot, cfg Config, kind string) string {
 			return noTokens
 		}
 	case KindTapTarget:
-		if s != nil && s.Viewport != engine.Mobile && s.Viewport != engine.Tablet {
+		if s != nil && s.Viewport != design.Mobile && s.Viewport != design.Tablet {
 			return "targets are judged at touch viewports (mobile, tablet), not " + string(s.Viewport)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/checks"
 	"github.com/bastion-mcp/bastion/checks/corpus"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/tokens"
 )
 
@@ -20,17 +20,17 @@ import (
 // browser.
 var goldenPages = []struct {
 	file string
-	vp   engine.Viewport
+	vp   design.Viewport
 }{
-	{"checkout-clipped.html", engine.Mobile},
-	{"blog-overlap.html", engine.Desktop},
-	{"editor-toolbar.html", engine.Mobile},
-	{"clean-dashboard.html", engine.Mobile},
-	{"settings-escape.html", engine.Tablet},
-	{"pricing-contrast.html", engine.Tablet},
+	{"checkout-clipped.html", design.Mobile},
+	{"blog-overlap.html", design.Desktop},
+	{"editor-toolbar.html", design.Mobile},
+	{"clean-dashboard.html", design.Mobile},
+	{"settings-escape.html", design.Tablet},
+	{"pricing-contrast.html", design.Tablet},
 }
 
-func goldenName(file string, vp engine.Viewport) string {
+func goldenName(file string, vp design.Viewport) string {
 	return strings.TrimSuffix(file, ".html") + "@" + string(vp)
 }
 

@@ -5,9 +5,8 @@ package checks
 
 import (
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
 	"math"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // viewport's right edge.
@@ -56,16 +55,16 @@ func (j *judge) viewportOverflow() {
 			continue
 		}
 		over := right(e) - vw
-		sev := engine.Minor
+		sev := design.Minor
 		if over > 16 {
-			sev = engine.Major
+			sev = design.Major
 		}
-		j.add(engine.Finding{
+		j.add(design.Finding{
 			Kind: KindViewportOverflow, Severity: sev,
 			Title:       fmt.Sprintf("Element runs %s past the viewport's right edge", px(over)),
 			Description: fmt.Sprintf("%s is %s wide and its content ends at x=%s in a %s viewport, so the page scrolls sideways or cuts it off.", e.Tag, px(e.Box.W), px(right(e)), px(vw)),
 			Selector:    e.Selector, Box: e.Box,
-			Facts: engine.Facts{"overflow_px": over, "viewport_width": vw, "element_width": e.Box.W, "element_right": right(e)},
+			Facts: design.Facts{"overflow_px": over, "viewport_width": vw, "element_width": e.Box.W, "element_right": right(e)},
 			Fix:   fmt.Sprintf("Constrain %s to the viewport: max-width: 100%% (or remove its fixed width of %s), let it wrap, or put it in an overflow-x: auto container.", e.Selector, px(e.Box.W)),
 		})
 	}
@@ -145,16 +144,16 @@ func (j *judge) containerEscape() {
 		case l:
 			side = "left"
 		}
-		sev := engine.Minor
+		sev := design.Minor
 		if worst >= 16 {
-			sev = engine.Major
+			sev = design.Major
 		}
-		j.add(engine.Finding{
+		j.add(design.Finding{
 			Kind: KindContainerEscape, Severity: sev,
 			Title:       fmt.Sprintf("Element spills %s out of its container's %s edge", px(worst), side),
 			Description: fmt.Sprintf("%s extends %s past the %s edge of %s, which draws a visible box around it.", e.Tag, px(worst), side, b.Selector),
 			Selector:    e.Selector, Box: e.Box,
-			Facts: engine.Facts{"escape_px": worst, "edge": side, "container": b.Selector, "container_width": b.Box.W, "container_height": b.Box.H},
+			Facts: design.Facts{"escape_px": worst, "edge": side, "container": b.Selector, "container_width": b.Box.W, "container_height": b.Box.H},
 			Fix:   fmt.Sprintf("Let %s fit %s: give it max-width: 100%% or min-width: 0 (flex/grid items), allow wrapping (overflow-wrap: anywhere), or drop the fixed height on the container.", e.Selector, b.Selector),
 		})
 	}
@@ -165,9 +164,9 @@ func (j *judge) containerEscape() {
 // An element is judged by where it paints: a grid row's negative gutter
 // margins reach past its container, but its columns' padding keeps every
 // painted box inside, so the row does not escape.
-func (j *judge) paintedExtents() ([]engine.Rect, []bool) {
+func (j *judge) paintedExtents() ([]design.Rect, []bool) {
 	n := len(j.s.Elements)
-	ext, has := make([]engine.Rect, n), make([]bool, n)
+	ext, has := make([]design.Rect, n), make([]bool, n)
 	for i := n - 1; i >= 0; i-- {
 		e := &j.s.Elements[i]
 		if !shown(e) || e.Position != "static" && e.Position != "relative" {
@@ -186,7 +185,7 @@ func (j *judge) paintedExtents() ([]engine.Rect, []bool) {
 
 // clipTo cuts x, the extent of e, to e's parent p on the axes p clips
 // (e's clip flags start at p).
-func clipTo(x engine.Rect, e, p *Element) engine.Rect {
+func clipTo(x design.Rect, e, p *Element) design.Rect {
 	if e.ClipX && !p.ClipX {
 		x0, x1 := math.Max(x.X, p.Box.X), math.Min(x.X+x.W, p.Box.X+p.Box.W)
 		x.X, x.W = x0, math.Max(0, x1-x0)
@@ -198,11 +197,11 @@ func clipTo(x engine.Rect, e, p *Element) engine.Rect {
 	return x
 }
 
-func unionOf(a engine.Rect, ok bool, b engine.Rect) engine.Rect {
+func unionOf(a design.Rect, ok bool, b design.Rect) design.Rect {
 	if !ok {
 		return b
 	}
-	return union([]engine.Rect{a, b})
+	return union([]design.Rect{a, b})
 }
 
 // textClipped: text that an overflow:hidden/clip box cuts off, except
@@ -231,12 +230,12 @@ func (j *judge) textClipped() {
 			axis, cut = "vertically", y
 			fix = fmt.Sprintf("Let %s grow with its text (min-height instead of height or max-height, or remove overflow: hidden), or clamp on purpose with -webkit-line-clamp and a way to read the rest.", e.Selector)
 		}
-		j.add(engine.Finding{
-			Kind: KindTextClipped, Severity: engine.Major,
+		j.add(design.Finding{
+			Kind: KindTextClipped, Severity: design.Major,
 			Title:       fmt.Sprintf("Text cut off %s by %s", axis, px(cut)),
 			Description: fmt.Sprintf("%s hides its overflow and its text runs %s past its edge, so readers lose part of it.", e.Tag, px(cut)),
 			Selector:    e.Selector, Box: e.Box,
-			Facts: engine.Facts{"clipped_x_px": x, "clipped_y_px": y, "box_width": e.Box.W, "box_height": e.Box.H},
+			Facts: design.Facts{"clipped_x_px": x, "clipped_y_px": y, "box_width": e.Box.W, "box_height": e.Box.H},
 			Fix:   fix,
 		})
 	}
@@ -266,12 +265,12 @@ func (j *judge) overlap() {
 		if ob != nil {
 			other = ob.Selector
 		}
-		j.add(engine.Finding{
-			Kind: KindOverlap, Severity: engine.Major,
+		j.add(design.Finding{
+			Kind: KindOverlap, Severity: design.Major,
 			Title:       "Text overlaps other text",
 			Description: fmt.Sprintf("Text in %s is drawn over text in %s (%s × %s intersect), so both become hard to read.", off.Selector, other, px(o.W), px(o.H)),
 			Selector:    off.Selector, Box: off.Box,
-			Facts: engine.Facts{"overlap_w_px": o.W, "overlap_h_px": o.H, "overlap_area_px2": o.Area, "other": other},
+			Facts: design.Facts{"overlap_w_px": o.W, "overlap_h_px": o.H, "overlap_area_px2": o.Area, "other": other},
 			Fix:   fmt.Sprintf("Remove the negative margin, offset or absolute position that puts %s over %s, or reserve space for it.", off.Selector, other),
 		})
 	}
@@ -302,12 +301,12 @@ func (j *judge) occluded() {
 		if c == nil || c.Hit != "other" || c.Disabled || c.NoPointer || !shown(e) {
 			continue
 		}
-		j.add(engine.Finding{
-			Kind: KindOccludedControl, Severity: engine.Major,
+		j.add(design.Finding{
+			Kind: KindOccludedControl, Severity: design.Major,
 			Title:       "Control is covered by another element",
 			Description: fmt.Sprintf("A click at the centre of this %s lands on %s instead, so the control cannot be used there.", c.Role, c.HitBy),
 			Selector:    e.Selector, Box: e.Box,
-			Facts: engine.Facts{"covered_by": c.HitBy, "role": c.Role, "center_x": e.Box.X + e.Box.W/2, "center_y": e.Box.Y + e.Box.H/2},
+			Facts: design.Facts{"covered_by": c.HitBy, "role": c.Role, "center_x": e.Box.X + e.Box.W/2, "center_y": e.Box.Y + e.Box.H/2},
 			Fix:   fmt.Sprintf("Move %s out from over %s, give it pointer-events: none if it is decorative, or fix the stacking (z-index) so the control is on top.", c.HitBy, e.Selector),
 		})
 	}

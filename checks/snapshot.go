@@ -8,23 +8,22 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/bastion-mcp/bastion/design"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/tokens"
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/css"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-
-	"github.com/bastion-mcp/bastion/engine"
-	"github.com/bastion-mcp/bastion/fault"
-	"github.com/bastion-mcp/bastion/tokens"
 )
 
 // Snapshot is everything measured in a page at one viewport. It is plain
 // data (JSON round-trips it), so every check is a pure function of it and a
 // saved snapshot can be re-judged without a browser.
 type Snapshot struct {
-	Viewport  engine.Viewport `json:"viewport"`
+	Viewport  design.Viewport `json:"viewport"`
 	Width     float64         `json:"width"`  // viewport, CSS px
 	Height    float64         `json:"height"` // viewport, CSS px
 	DocWidth  float64         `json:"doc_width"`
@@ -69,7 +68,7 @@ type Element struct {
 	Selector string      `json:"sel"`    // unique in the page; "" if none could be verified
 	Tag      string      `json:"tag"`
 	Class    string      `json:"cls,omitempty"` // sorted class list
-	Box      engine.Rect `json:"box"`           // border box, page coordinates
+	Box      design.Rect `json:"box"`           // border box, page coordinates
 	Display  string      `json:"display"`
 	Position string      `json:"position"`
 
@@ -110,7 +109,7 @@ type Element struct {
 
 // Text describes an element's own (direct) text.
 type Text struct {
-	Rects     []engine.Rect `json:"rects"` // line boxes, page coordinates
+	Rects     []design.Rect `json:"rects"` // line boxes, page coordinates
 	Chars     int           `json:"chars"`
 	Weight    int           `json:"weight"`
 	Family    string        `json:"family"`
@@ -142,7 +141,7 @@ type Control struct {
 	NoPointer bool         `json:"no_pointer,omitempty"`
 	Inline    bool         `json:"inline,omitempty"`   // a link inside running text
 	UASized   bool         `json:"ua_sized,omitempty"` // a native control the browser alone sizes (WCAG 2.5.8 exception)
-	LabelBox  *engine.Rect `json:"label_box,omitempty"`
+	LabelBox  *design.Rect `json:"label_box,omitempty"`
 	// Hit is what a click at the centre reaches: self, label, ancestor,
 	// modal, other, none, or clipped (the centre is scrolled or clipped out
 	// of an ancestor's view); "" when untested.
@@ -191,7 +190,7 @@ type Font struct {
 type Unnamed struct {
 	Selector string      `json:"sel"`
 	Role     string      `json:"role"`
-	Box      engine.Rect `json:"box"`
+	Box      design.Rect `json:"box"`
 }
 
 //go:embed collect.js
@@ -202,7 +201,7 @@ var collectJS string
 // the in-page collector, reads the pixels under the texts whose background
 // the styles cannot give (samplePixels), then asks CDP for rendered fonts
 // and the accessibility tree. The page's scroll position is restored.
-func Collect(ctx context.Context, vp engine.Viewport) (*Snapshot, error) {
+func Collect(ctx context.Context, vp design.Viewport) (*Snapshot, error) {
 	if _, _, ok := vp.Size(); !ok {
 		return nil, fault.New(fault.InvalidArgument, "unknown viewport %q", vp)
 	}
@@ -406,7 +405,7 @@ func collectUnnamed(ctx context.Context, s *Snapshot) error {
 		if r, ok := authorRoles[role]; ok {
 			role = r
 		}
-		s.Unnamed = append(s.Unnamed, Unnamed{Selector: got.Sel, Role: role, Box: engine.Rect{X: got.X, Y: got.Y, W: got.W, H: got.H}})
+		s.Unnamed = append(s.Unnamed, Unnamed{Selector: got.Sel, Role: role, Box: design.Rect{X: got.X, Y: got.Y, W: got.W, H: got.H}})
 	}
 	return nil
 }

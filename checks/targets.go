@@ -4,9 +4,8 @@ package checks
 
 import (
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
 	"math"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // inline-link exceptions and the user-agent-default exception) on mobile
@@ -14,7 +13,7 @@ import (
 func (j *judge) tapTarget() {
 	type target struct {
 		e   *Element
-		box engine.Rect
+		box design.Rect
 	}
 	var ts []target
 	for i := range j.s.Elements {
@@ -29,7 +28,7 @@ func (j *judge) tapTarget() {
 		}
 		ts = append(ts, target{e, box})
 	}
-	small := func(r engine.Rect) bool { return math.Min(r.W, r.H) < minTarget-0.01 }
+	small := func(r design.Rect) bool { return math.Min(r.W, r.H) < minTarget-0.01 }
 	for k, t := range ts {
 		c := t.e.Control
 		if c.Inline || c.UASized {
@@ -37,13 +36,13 @@ func (j *judge) tapTarget() {
 		}
 		w, h := t.box.W, t.box.H
 		if !small(t.box) {
-			if j.cfg.StrictTargets && j.s.Viewport == engine.Mobile && c.Role == "button" && math.Min(w, h) < comfyTarget-0.01 {
-				j.add(engine.Finding{
-					Kind: KindTapTarget, Severity: engine.Nit, Advisory: true,
+			if j.cfg.StrictTargets && j.s.Viewport == design.Mobile && c.Role == "button" && math.Min(w, h) < comfyTarget-0.01 {
+				j.add(design.Finding{
+					Kind: KindTapTarget, Severity: design.Nit, Advisory: true,
 					Title:       fmt.Sprintf("Button is %s × %s; 44 × 44 is comfortable on touch", px(w), px(h)),
 					Description: "WCAG 2.5.8's 24 px minimum is met, but 2.5.5 (AAA) and platform guidelines ask for 44 × 44 CSS px on touch screens.",
 					Selector:    t.e.Selector, Box: t.box,
-					Facts: engine.Facts{"width_px": w, "height_px": h, "recommended_px": comfyTarget},
+					Facts: design.Facts{"width_px": w, "height_px": h, "recommended_px": comfyTarget},
 					Fix:   fmt.Sprintf("Give %s min-height: 44px (and min-width: 44px) with padding.", t.e.Selector),
 				})
 			}
@@ -68,16 +67,16 @@ func (j *judge) tapTarget() {
 		if crowded == "" {
 			continue
 		}
-		sev := engine.Major
-		if j.s.Viewport == engine.Tablet {
-			sev = engine.Minor
+		sev := design.Major
+		if j.s.Viewport == design.Tablet {
+			sev = design.Minor
 		}
-		j.add(engine.Finding{
+		j.add(design.Finding{
 			Kind: KindTapTarget, Severity: sev,
 			Title:       fmt.Sprintf("Tap target %s × %s is under 24 × 24 px", px(w), px(h)),
 			Description: fmt.Sprintf("This %s is smaller than WCAG 2.2's 24 × 24 CSS px minimum (2.5.8) and too close to %s for the spacing exception.", c.Role, crowded),
 			Selector:    t.e.Selector, Box: t.box,
-			Facts: engine.Facts{"width_px": w, "height_px": h, "minimum_px": minTarget, "nearest_target": crowded},
+			Facts: design.Facts{"width_px": w, "height_px": h, "minimum_px": minTarget, "nearest_target": crowded},
 			Fix:   fmt.Sprintf("Make %s at least 24 × 24 px (padding or min-width/min-height), or space it so a 24 px circle around it touches no other target.", t.e.Selector),
 		})
 	}

@@ -5,12 +5,11 @@ package checks
 
 import (
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
+	"github.com/bastion-mcp/bastion/tokens"
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/bastion-mcp/bastion/engine"
-	"github.com/bastion-mcp/bastion/tokens"
 )
 
 // token colour (CIEDE2000 > maxColorDeltaE). Pure white and black are
@@ -48,16 +47,16 @@ func (j *judge) offTokenColor() {
 	}
 	g.each(func(gr *group) {
 		d := gr.data.(data)
-		sev := engine.Nit
+		sev := design.Nit
 		if d.delta > 10 {
-			sev = engine.Minor
+			sev = design.Minor
 		}
-		j.add(engine.Finding{
+		j.add(design.Finding{
 			Kind: KindOffTokenColor, Severity: sev,
 			Title:       fmt.Sprintf("Colour %s is not a design token (ΔE %.1f from %s)", d.c.String(), d.delta, d.near.Name),
 			Description: fmt.Sprintf("The page sets %s: %s here; the nearest token, %s (%s), is ΔE2000 %.1f away (over %.0f is a visible difference).", d.prop, d.c.String(), d.near.Name, d.near.Color.String(), d.delta, maxColorDeltaE),
 			Selector:    gr.first.Selector, Box: gr.first.Box,
-			Facts: withAlso(engine.Facts{"property": d.prop, "value": d.c.String(), "nearest_token": d.near.Name, "nearest_value": d.near.Color.String(), "delta_e": d.delta}, gr),
+			Facts: withAlso(design.Facts{"property": d.prop, "value": d.c.String(), "nearest_token": d.near.Name, "nearest_value": d.near.Color.String(), "delta_e": d.delta}, gr),
 			Fix:   j.colorFix(gr.first, d.prop, d.c),
 		})
 	})
@@ -165,12 +164,12 @@ func (j *judge) offScaleSpacing() {
 	}
 	g.each(func(gr *group) {
 		d := gr.data.(data)
-		j.add(engine.Finding{
-			Kind: KindOffScaleSpacing, Severity: engine.Nit,
+		j.add(design.Finding{
+			Kind: KindOffScaleSpacing, Severity: design.Nit,
 			Title:       fmt.Sprintf("Spacing %s is off the spacing scale", px(d.v)),
 			Description: fmt.Sprintf("The page sets %s: %s; the nearest step on the spacing scale is %s (%s).", d.prop, px(d.v), d.near.Name, px(d.near.Px)),
 			Selector:    gr.first.Selector, Box: gr.first.Box,
-			Facts: withAlso(engine.Facts{"property": d.prop, "value_px": d.v, "nearest_token": d.near.Name, "nearest_px": d.near.Px}, gr),
+			Facts: withAlso(design.Facts{"property": d.prop, "value_px": d.v, "nearest_token": d.near.Name, "nearest_px": d.near.Px}, gr),
 			Fix:   fmt.Sprintf("Use %s (%s) for %s on %s.", d.near.Name, px(d.near.Px), d.prop, gr.first.Selector),
 		})
 	})
@@ -292,12 +291,12 @@ func (j *judge) rhythmRun(run []*Element, col bool, seen map[string]bool) {
 		if !col {
 			axis = "horizontal"
 		}
-		j.add(engine.Finding{
-			Kind: KindSpacingRhythm, Severity: engine.Nit,
+		j.add(design.Finding{
+			Kind: KindSpacingRhythm, Severity: design.Nit,
 			Title:       fmt.Sprintf("Uneven spacing: %s gap where its siblings use %s", px(g), px(usual)),
 			Description: fmt.Sprintf("In a run of %d alike %s elements the %s gap next to this one is %s; the others are %s.", len(run), off.Tag, axis, px(g), px(usual)),
 			Selector:    off.Selector, Box: off.Box,
-			Facts: engine.Facts{"gap_px": g, "usual_gap_px": usual, "siblings": len(run)},
+			Facts: design.Facts{"gap_px": g, "usual_gap_px": usual, "siblings": len(run)},
 			Fix:   fmt.Sprintf("Give %s the same margins as its siblings (or space the group with the parent's gap) so every gap is %s.", off.Selector, px(usual)),
 		})
 	}

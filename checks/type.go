@@ -4,12 +4,11 @@ package checks
 
 import (
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
+	"github.com/bastion-mcp/bastion/tokens"
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/bastion-mcp/bastion/engine"
-	"github.com/bastion-mcp/bastion/tokens"
 )
 
 var monoHint = []string{"mono", "code", "courier", "consolas", "menlo", "monaco"}
@@ -79,12 +78,12 @@ func (j *judge) offTokenFont() {
 	g.each(func(gr *group) {
 		decl := gr.first.Set["font-family"].(string)
 		got := gr.data.(string)
-		j.add(engine.Finding{
-			Kind: KindOffTokenFont, Severity: engine.Minor,
+		j.add(design.Finding{
+			Kind: KindOffTokenFont, Severity: design.Minor,
 			Title:       fmt.Sprintf("Font %q is not a design-token font", got),
 			Description: fmt.Sprintf("The page sets font-family: %s here and the text renders in %s; the token fonts are %s.", decl, got, strings.Join(want, ", ")),
 			Selector:    gr.first.Selector, Box: gr.first.Box,
-			Facts: withAlso(engine.Facts{"declared": decl, "rendered": got, "token_families": strings.Join(want, ", ")}, gr),
+			Facts: withAlso(design.Facts{"declared": decl, "rendered": got, "token_families": strings.Join(want, ", ")}, gr),
 			Fix:   fmt.Sprintf("Use a token font stack (for example %s) on %s.", strings.Join(want, " or "), gr.first.Selector),
 		})
 	})
@@ -111,12 +110,12 @@ func (j *judge) fontFallback() {
 		if strings.EqualFold(fonts[0].Family, fams[0]) {
 			continue
 		}
-		j.add(engine.Finding{
-			Kind: KindFontFallback, Severity: engine.Major,
+		j.add(design.Finding{
+			Kind: KindFontFallback, Severity: design.Major,
 			Title:       fmt.Sprintf("Web font %q failed to load; text falls back to %s", fams[0], fonts[0].Family),
 			Description: fmt.Sprintf("This element sets font-family: %s, but every face of %q failed to load, so it renders in %s.", decl, fams[0], fonts[0].Family),
 			Selector:    e.Selector, Box: e.Box,
-			Facts: engine.Facts{"declared": fams[0], "rendered": fonts[0].Family},
+			Facts: design.Facts{"declared": fams[0], "rendered": fonts[0].Family},
 			Fix:   fmt.Sprintf("Fix the @font-face src for %q (check the URL, the file and its CORS/MIME headers) or self-host the font.", fams[0]),
 		})
 	}
@@ -153,12 +152,12 @@ func (j *judge) offScaleText() {
 	g.each(func(gr *group) {
 		d := gr.data.(offSize)
 		near, size := d.near, d.size
-		j.add(engine.Finding{
-			Kind: KindTypeScale, Severity: engine.Nit,
+		j.add(design.Finding{
+			Kind: KindTypeScale, Severity: design.Nit,
 			Title:       fmt.Sprintf("Font size %s is off the type scale", px(size)),
 			Description: fmt.Sprintf("Text here renders at %s; the nearest size on the type scale is %s (%s).", px(size), near.Name, px(near.Px)),
 			Selector:    gr.first.Selector, Box: gr.first.Box,
-			Facts: withAlso(engine.Facts{"font_size_px": size, "nearest_token": near.Name, "nearest_px": near.Px}, gr),
+			Facts: withAlso(design.Facts{"font_size_px": size, "nearest_token": near.Name, "nearest_px": near.Px}, gr),
 			Fix:   fmt.Sprintf("Use %s (%s) for %s.", near.Name, px(near.Px), gr.first.Selector),
 		})
 	})
@@ -184,7 +183,7 @@ func (j *judge) typeScale() {
 	if offReason(j.s, j.cfg, scaleScope) == "" {
 		j.offScaleText()
 	}
-	if j.s.Viewport == engine.Mobile {
+	if j.s.Viewport == design.Mobile {
 		seen := map[string]bool{}
 		for i := range j.s.Elements {
 			e := &j.s.Elements[i]
@@ -204,12 +203,12 @@ func (j *judge) typeScale() {
 				continue
 			}
 			seen[blame.Selector] = true
-			j.add(engine.Finding{
-				Kind: KindTypeScale, Severity: engine.Minor,
+			j.add(design.Finding{
+				Kind: KindTypeScale, Severity: design.Minor,
 				Title:       fmt.Sprintf("Text is %s on mobile (under 12px)", px(e.FontSize)),
 				Description: fmt.Sprintf("Text here renders at %s on a phone; under 12 px is hard to read.", px(e.FontSize)),
 				Selector:    blame.Selector, Box: blame.Box,
-				Facts: engine.Facts{"font_size_px": e.FontSize, "minimum_px": minMobileText},
+				Facts: design.Facts{"font_size_px": e.FontSize, "minimum_px": minMobileText},
 				Fix:   fmt.Sprintf("Raise the font-size on %s to at least 12px (the type scale's smallest body size).", blame.Selector),
 			})
 		}
@@ -244,12 +243,12 @@ func (j *judge) typeScale() {
 			continue
 		}
 		seen[key] = true
-		j.add(engine.Finding{
-			Kind: KindTypeScale, Severity: engine.Minor,
+		j.add(design.Finding{
+			Kind: KindTypeScale, Severity: design.Minor,
 			Title:       fmt.Sprintf("h%d is larger than every h%d (%s > %s)", h.Heading, level, px(h.FontSize), px(maxAbove)),
 			Description: fmt.Sprintf("This h%d renders at %s, larger than the largest h%d at %s, so the visual hierarchy contradicts the document outline.", h.Heading, px(h.FontSize), level, px(maxAbove)),
 			Selector:    h.Selector, Box: h.Box,
-			Facts: engine.Facts{"font_size_px": h.FontSize, "level": h.Heading, "higher_level": level, "higher_level_px": maxAbove},
+			Facts: design.Facts{"font_size_px": h.FontSize, "level": h.Heading, "higher_level": level, "higher_level_px": maxAbove},
 			Fix:   fmt.Sprintf("Make %s smaller than the h%d size (%s), or use the heading level that matches its importance.", h.Selector, level, px(maxAbove)),
 		})
 	}

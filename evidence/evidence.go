@@ -15,13 +15,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
 	"image"
 	"image/color"
 	"image/draw"
 	"image/png"
 	"math"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // Geometry of a crop, in screenshot pixels (1 px per CSS px).
@@ -73,7 +72,7 @@ func Decode(screenshot []byte) (*Page, error) {
 func (p *Page) Size() (w, h int) { return p.img.Rect.Dx(), p.img.Rect.Dy() }
 
 // Crop returns the annotated crop around box (page coordinates) as PNG.
-func (p *Page) Crop(box engine.Rect) ([]byte, error) {
+func (p *Page) Crop(box design.Rect) ([]byte, error) {
 	el, ok := pixelRect(box)
 	if !ok {
 		return nil, fmt.Errorf("evidence: box %+v is not a finite rectangle", box)
@@ -105,7 +104,7 @@ func (p *Page) Crop(box engine.Rect) ([]byte, error) {
 
 // Crop decodes screenshot and cuts one crop; use Decode and Page.Crop for
 // several crops of one screenshot.
-func Crop(screenshot []byte, box engine.Rect) ([]byte, error) {
+func Crop(screenshot []byte, box design.Rect) ([]byte, error) {
 	p, err := Decode(screenshot)
 	if err != nil {
 		return nil, err
@@ -125,7 +124,7 @@ func ID(findingID string, crop []byte) string {
 
 // pixelRect rounds a CSS-pixel box outward to whole pixels. A box with a
 // zero width or height still gets a one-pixel extent so it can be drawn.
-func pixelRect(r engine.Rect) (image.Rectangle, bool) {
+func pixelRect(r design.Rect) (image.Rectangle, bool) {
 	const limit = 1 << 24
 	for _, v := range []float64{r.X, r.Y, r.W, r.H} {
 		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > limit {

@@ -3,13 +3,12 @@ package evidence
 import (
 	"bytes"
 	"errors"
+	"github.com/bastion-mcp/bastion/design"
 	"image"
 	"image/color"
 	"image/png"
 	"math"
 	"testing"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // page returns a w×h PNG filled with a deterministic pattern that never uses
@@ -46,7 +45,7 @@ func isOutline(c color.Color) bool {
 func TestCropPadsAndOutlines(t *testing.T) {
 	t.Parallel()
 	shot := page(t, 400, 300)
-	crop, err := Crop(shot, engine.Rect{X: 100, Y: 80, W: 50, H: 20})
+	crop, err := Crop(shot, design.Rect{X: 100, Y: 80, W: 50, H: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +73,7 @@ func TestCropPadsAndOutlines(t *testing.T) {
 func TestCropIsDeterministic(t *testing.T) {
 	t.Parallel()
 	shot := page(t, 300, 200)
-	box := engine.Rect{X: 10.4, Y: 20.6, W: 33.3, H: 12.2}
+	box := design.Rect{X: 10.4, Y: 20.6, W: 33.3, H: 12.2}
 	a, err := Crop(shot, box)
 	if err != nil {
 		t.Fatal(err)
@@ -106,13 +105,13 @@ func TestCropClipsToScreenshot(t *testing.T) {
 	shot := page(t, 200, 100)
 	cases := []struct {
 		name string
-		box  engine.Rect
+		box  design.Rect
 		want image.Point
 	}{
-		{"TopLeftCorner", engine.Rect{X: 0, Y: 0, W: 10, H: 10}, image.Point{X: 10 + Pad, Y: 10 + Pad}},
-		{"PastRightEdge", engine.Rect{X: 180, Y: 40, W: 112, H: 10}, image.Point{X: 200 - (180 - Pad), Y: 10 + 2*Pad}},
-		{"PastBottom", engine.Rect{X: 50, Y: 90, W: 10, H: 500}, image.Point{X: 10 + 2*Pad, Y: 100 - (90 - Pad)}},
-		{"ZeroSize", engine.Rect{X: 50, Y: 50, W: 0, H: 0}, image.Point{X: 1 + 2*Pad, Y: 1 + 2*Pad}},
+		{"TopLeftCorner", design.Rect{X: 0, Y: 0, W: 10, H: 10}, image.Point{X: 10 + Pad, Y: 10 + Pad}},
+		{"PastRightEdge", design.Rect{X: 180, Y: 40, W: 112, H: 10}, image.Point{X: 200 - (180 - Pad), Y: 10 + 2*Pad}},
+		{"PastBottom", design.Rect{X: 50, Y: 90, W: 10, H: 500}, image.Point{X: 10 + 2*Pad, Y: 100 - (90 - Pad)}},
+		{"ZeroSize", design.Rect{X: 50, Y: 50, W: 0, H: 0}, image.Point{X: 1 + 2*Pad, Y: 1 + 2*Pad}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -130,7 +129,7 @@ func TestCropClipsToScreenshot(t *testing.T) {
 func TestCropCapsLargeBoxes(t *testing.T) {
 	t.Parallel()
 	shot := page(t, 2000, 1500)
-	crop, err := Crop(shot, engine.Rect{X: 0, Y: 0, W: 2000, H: 1500})
+	crop, err := Crop(shot, design.Rect{X: 0, Y: 0, W: 2000, H: 1500})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,20 +141,20 @@ func TestCropCapsLargeBoxes(t *testing.T) {
 func TestCropRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	shot := page(t, 100, 100)
-	if _, err := Crop(shot, engine.Rect{X: 500, Y: 500, W: 10, H: 10}); !errors.Is(err, ErrOutside) {
+	if _, err := Crop(shot, design.Rect{X: 500, Y: 500, W: 10, H: 10}); !errors.Is(err, ErrOutside) {
 		t.Errorf("box outside: err = %v, want ErrOutside", err)
 	}
-	if _, err := Crop(shot, engine.Rect{X: -300, Y: 10, W: 10, H: 10}); !errors.Is(err, ErrOutside) {
+	if _, err := Crop(shot, design.Rect{X: -300, Y: 10, W: 10, H: 10}); !errors.Is(err, ErrOutside) {
 		t.Errorf("box left of the page: err = %v, want ErrOutside", err)
 	}
-	for _, box := range []engine.Rect{
+	for _, box := range []design.Rect{
 		{X: math.NaN(), W: 1, H: 1}, {X: 1, W: math.Inf(1), H: 1}, {W: -5, H: 3}, {X: 1e30, W: 1, H: 1},
 	} {
 		if _, err := Crop(shot, box); err == nil {
 			t.Errorf("box %+v: no error", box)
 		}
 	}
-	if _, err := Crop([]byte("not a png"), engine.Rect{W: 1, H: 1}); err == nil {
+	if _, err := Crop([]byte("not a png"), design.Rect{W: 1, H: 1}); err == nil {
 		t.Error("corrupt screenshot: no error")
 	}
 }
@@ -168,7 +167,7 @@ func FuzzCrop(f *testing.F) {
 	f.Add([]byte("\x89PNG\r\n\x1a\n"), 0.0, 0.0, 1.0, 1.0)
 	f.Add(shot[:len(shot)/2], 1.0, 1.0, 1.0, 1.0)
 	f.Fuzz(func(t *testing.T, b []byte, x, y, w, h float64) {
-		crop, err := Crop(b, engine.Rect{X: x, Y: y, W: w, H: h})
+		crop, err := Crop(b, design.Rect{X: x, Y: y, W: w, H: h})
 		if err != nil {
 			return
 		}

@@ -13,14 +13,13 @@ import (
 	"cmp"
 	"encoding/base64"
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
 	"html/template"
 	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // Meta is what the panel says about the review besides its result.
@@ -31,15 +30,15 @@ type Meta struct {
 
 // Render writes the panel for res to w. Identical input gives identical
 // bytes.
-func Render(w io.Writer, res *engine.Result, meta Meta) error {
+func Render(w io.Writer, res *design.Result, meta Meta) error {
 	if res == nil {
 		return fmt.Errorf("panel: nil result")
 	}
-	ev := map[string]engine.Evidence{}
+	ev := map[string]design.Evidence{}
 	for _, e := range res.Evidence {
 		ev[e.ID] = e
 	}
-	v := view{Meta: meta, Result: res, Counts: map[engine.Severity]int{}}
+	v := view{Meta: meta, Result: res, Counts: map[design.Severity]int{}}
 	if !meta.Generated.IsZero() {
 		v.Generated = meta.Generated.UTC().Format(time.RFC3339)
 	}
@@ -56,11 +55,11 @@ func Render(w io.Writer, res *engine.Result, meta Meta) error {
 		}
 		v.Findings = append(v.Findings, fv)
 	}
-	for _, s := range []engine.Severity{engine.Blocker, engine.Major, engine.Minor, engine.Nit} {
+	for _, s := range []design.Severity{design.Blocker, design.Major, design.Minor, design.Nit} {
 		v.Summary = append(v.Summary, countView{Severity: s, N: v.Counts[s]})
 	}
 	v.Health = slices.Clone(res.Health)
-	slices.SortStableFunc(v.Health, func(a, b engine.PageHealth) int {
+	slices.SortStableFunc(v.Health, func(a, b design.PageHealth) int {
 		return cmp.Or(cmp.Compare(a.Route, b.Route), cmp.Compare(a.Viewport, b.Viewport))
 	})
 	return page.Execute(w, v)
@@ -69,20 +68,20 @@ func Render(w io.Writer, res *engine.Result, meta Meta) error {
 type view struct {
 	Meta      Meta
 	Generated string
-	Result    *engine.Result
-	Counts    map[engine.Severity]int
+	Result    *design.Result
+	Counts    map[design.Severity]int
 	Summary   []countView
 	Findings  []findingView
-	Health    []engine.PageHealth
+	Health    []design.PageHealth
 }
 
 type countView struct {
-	Severity engine.Severity
+	Severity design.Severity
 	N        int
 }
 
 type findingView struct {
-	engine.Finding
+	design.Finding
 	Facts    []fact
 	Evidence template.URL
 }

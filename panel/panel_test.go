@@ -3,38 +3,37 @@ package panel
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/bastion-mcp/bastion/design"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // hostile is page-derived text that would be markup if it were not escaped.
 const hostile = `"><script>alert(1)</script><img src=x onerror=alert(2)>`
 
-func hostileResult() *engine.Result {
-	return &engine.Result{
-		Grade: engine.NeedsWork,
-		Findings: []engine.Finding{{
-			ID: "f_0123456789", Kind: "contrast", Severity: engine.Major,
+func hostileResult() *design.Result {
+	return &design.Result{
+		Grade: design.NeedsWork,
+		Findings: []design.Finding{{
+			ID: "f_0123456789", Kind: "contrast", Severity: design.Major,
 			Title: "Low contrast " + hostile, Description: hostile, Route: "/" + hostile,
-			Viewports: []engine.Viewport{engine.Mobile}, Selector: hostile,
-			Facts: engine.Facts{"ratio": 2.9, "text": hostile, "ok": true},
+			Viewports: []design.Viewport{design.Mobile}, Selector: hostile,
+			Facts: design.Facts{"ratio": 2.9, "text": hostile, "ok": true},
 			Fix:   "Darken " + hostile, EvidenceID: "ev_1",
 		}},
-		Evidence: []engine.Evidence{{ID: "ev_1", MIMEType: "image/png", Data: []byte("\x89PNG fake bytes")}},
-		Coverage: engine.Coverage{
+		Evidence: []design.Evidence{{ID: "ev_1", MIMEType: "image/png", Data: []byte("\x89PNG fake bytes")}},
+		Coverage: design.Coverage{
 			RoutesRequested: []string{"/"}, RoutesReviewed: []string{"/"},
-			Skipped:   []engine.Skip{{What: "/x @ mobile", Reason: "CAPTURE_FAILED: " + hostile}},
+			Skipped:   []design.Skip{{What: "/x @ mobile", Reason: "CAPTURE_FAILED: " + hostile}},
 			ChecksRun: []string{"contrast"},
 		},
-		Health: []engine.PageHealth{{
-			Route: "/", Viewport: engine.Mobile, StatusCode: 200,
+		Health: []design.PageHealth{{
+			Route: "/", Viewport: design.Mobile, StatusCode: 200,
 			ConsoleErrors:  []string{hostile},
-			Failed:         []engine.Failure{{URL: "javascript:alert(3)//" + hostile, Code: "HTTP_404"}},
-			EgressBlocked:  []engine.Failure{{URL: "http://169.254.169.254/" + hostile, Code: "DNS_TARGET_PROHIBITED"}},
+			Failed:         []design.Failure{{URL: "javascript:alert(3)//" + hostile, Code: "HTTP_404"}},
+			EgressBlocked:  []design.Failure{{URL: "http://169.254.169.254/" + hostile, Code: "DNS_TARGET_PROHIBITED"}},
 			FontsNotLoaded: []string{hostile},
 		}},
 		TokensFrom: "none",
@@ -92,7 +91,7 @@ func TestWriteDir(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	res := hostileResult()
-	res.Evidence = append(res.Evidence, engine.Evidence{ID: "../../escape", MIMEType: "image/png", Data: []byte("x")})
+	res.Evidence = append(res.Evidence, design.Evidence{ID: "../../escape", MIMEType: "image/png", Data: []byte("x")})
 	files, err := WriteDir(dir, res, Meta{URL: "https://x.example/"})
 	if err != nil {
 		t.Fatal(err)
@@ -107,13 +106,13 @@ func TestWriteDir(t *testing.T) {
 	}
 	var back struct {
 		URL      string           `json:"url"`
-		Grade    engine.Grade     `json:"grade"`
-		Findings []engine.Finding `json:"findings"`
+		Grade    design.Grade     `json:"grade"`
+		Findings []design.Finding `json:"findings"`
 	}
 	if err := json.Unmarshal(doc, &back); err != nil {
 		t.Fatal(err)
 	}
-	if back.URL != "https://x.example/" || back.Grade != engine.NeedsWork || len(back.Findings) != 1 || back.Findings[0].EvidenceID != "ev_1" {
+	if back.URL != "https://x.example/" || back.Grade != design.NeedsWork || len(back.Findings) != 1 || back.Findings[0].EvidenceID != "ev_1" {
 		t.Errorf("review.json round trip = %+v", back)
 	}
 }

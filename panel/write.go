@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
 	"os"
 	"path/filepath"
 	"regexp"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // Document is the JSON form of a review: the reviewed URL and the result.
@@ -16,11 +15,11 @@ import (
 // written next to it (evidence/<id>.png).
 type Document struct {
 	URL string `json:"url"`
-	*engine.Result
+	*design.Result
 }
 
 // JSON returns the indented JSON document for res.
-func JSON(res *engine.Result, meta Meta) ([]byte, error) {
+func JSON(res *design.Result, meta Meta) ([]byte, error) {
 	b, err := json.MarshalIndent(Document{URL: meta.URL, Result: res}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("panel: encode result: %w", err)
@@ -34,7 +33,7 @@ var evidenceID = regexp.MustCompile(`^ev_[0-9a-f]{1,64}$`)
 
 // WriteDir writes review.json, panel.html and evidence/<id>.png into dir
 // (created if missing) and returns the paths it wrote.
-func WriteDir(dir string, res *engine.Result, meta Meta) ([]string, error) {
+func WriteDir(dir string, res *design.Result, meta Meta) ([]string, error) {
 	if res == nil {
 		return nil, fmt.Errorf("panel: nil result")
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/bastion-mcp/bastion/app"
 	"github.com/bastion-mcp/bastion/auth"
 	"github.com/bastion-mcp/bastion/auth/authtest"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress"
-	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/rest"
 	"github.com/bastion-mcp/bastion/review"
@@ -60,7 +60,7 @@ func (s *staticTXT) LookupTXT(_ context.Context, name string) ([]string, error) 
 
 // sampleResult is the first three findings of reviewtest.SampleResult: no
 // ungrounded blocker, so the focus view keeps exactly two.
-func sampleResult() *engine.Result {
+func sampleResult() *design.Result {
 	r := reviewtest.SampleResult()
 	r.Findings = r.Findings[:3]
 	return r

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/bastion-mcp/bastion/api"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/review"
 )
@@ -258,13 +258,13 @@ func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 		"JobError":           review.JobError{},
 		"Budget":             review.Budget{},
 		"GetResult":          getResponse{},
-		"ReviewResult":       engine.Result{},
-		"Finding":            engine.Finding{},
+		"ReviewResult":       design.Result{},
+		"Finding":            design.Finding{},
 		"Evidence":           evidence{},
 		"RecheckRequest":     recheckBody{},
 		"RecheckResult":      review.RecheckResult{},
 		"RecheckReport":      review.RecheckReport{},
-		"RecheckOutcome":     engine.RecheckOutcome{},
+		"RecheckOutcome":     design.RecheckOutcome{},
 		"CancelRequest":      cancelBody{},
 		"CancelResult":       review.CancelResult{},
 		"PanelActionRequest": panelBody{},

@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"github.com/bastion-mcp/bastion/design"
+	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/rest"
+	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/review/reviewtest"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -11,12 +16,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/bastion-mcp/bastion/engine"
-	"github.com/bastion-mcp/bastion/principal"
-	"github.com/bastion-mcp/bastion/rest"
-	"github.com/bastion-mcp/bastion/review"
-	"github.com/bastion-mcp/bastion/review/reviewtest"
 )
 
 var allScopes = principal.AllScopes()
@@ -24,7 +23,7 @@ var allScopes = principal.AllScopes()
 func TestReviewRoundTrip(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOpts{start: true, eng: &reviewtest.Engine{Result: sampleResult(),
-		Outs: []engine.RecheckOutcome{{FindingID: "f_001", Outcome: engine.Passed, Reason: "ratio 7.1"}}}})
+		Outs: []design.RecheckOutcome{{FindingID: "f_001", Outcome: design.Passed, Reason: "ratio 7.1"}}}})
 	e.verify(t, "acme", "preview.example.com")
 	tok := e.token(t, "acme", allScopes...)
 

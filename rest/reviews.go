@@ -1,11 +1,10 @@
 package rest
 
 import (
-	"net/url"
-
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/review"
+	"net/url"
 )
 
 // idempotencyHeader names the request's idempotency key as a header; it
@@ -79,7 +78,7 @@ func (h *handler) get(c *call) (any, error) {
 	return getResponse{GetResult: out, Evidence: renderEvidence(out.Evidence)}, nil
 }
 
-func renderEvidence(ev []engine.Evidence) []evidence {
+func renderEvidence(ev []design.Evidence) []evidence {
 	if len(ev) == 0 {
 		return nil
 	}

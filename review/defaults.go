@@ -1,10 +1,9 @@
 package review
 
 import (
+	"github.com/bastion-mcp/bastion/design"
 	"net/url"
 	"time"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // The defaults of one review, shared by every front end: design_review over
@@ -18,7 +17,7 @@ const (
 
 // DefaultViewports returns the viewports reviewed when a request names none:
 // all three, mobile, tablet and desktop.
-func DefaultViewports() []engine.Viewport { return engine.Viewports() }
+func DefaultViewports() []design.Viewport { return design.Viewports() }
 
 // DefaultRoutes returns the routes reviewed when a request names none: the
 // URL's own path and query, so https://host/pricing reviews /pricing.

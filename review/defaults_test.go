@@ -2,13 +2,12 @@ package review_test
 
 import (
 	"context"
+	"github.com/bastion-mcp/bastion/design"
+	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/review/reviewtest"
 	"net/url"
 	"slices"
 	"testing"
-
-	"github.com/bastion-mcp/bastion/engine"
-	"github.com/bastion-mcp/bastion/review"
-	"github.com/bastion-mcp/bastion/review/reviewtest"
 )
 
 // TestDefaultsAreTheURLsPathAndEveryViewport holds Submit to the shared
@@ -49,7 +48,7 @@ func TestDefaultValues(t *testing.T) {
 	if got := review.DefaultRoutes(root); !slices.Equal(got, []string{"/"}) {
 		t.Errorf("DefaultRoutes(%s) = %q", root, got)
 	}
-	if got := review.DefaultViewports(); !slices.Equal(got, []engine.Viewport{engine.Mobile, engine.Tablet, engine.Desktop}) {
+	if got := review.DefaultViewports(); !slices.Equal(got, []design.Viewport{design.Mobile, design.Tablet, design.Desktop}) {
 		t.Errorf("DefaultViewports() = %q", got)
 	}
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
-
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/store"
+	"slices"
 )
 
 // lookup returns p's job id, or JOB_NOT_FOUND (unknown, another tenant's or
@@ -72,7 +71,7 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 			return nil, fault.Wrap(err, fault.InternalError, msgGetFailed)
 		}
 		if view == ViewFocus {
-			res.Findings = slices.DeleteFunc(res.Findings, func(f engine.Finding) bool { return f.Severity == engine.Nit })
+			res.Findings = slices.DeleteFunc(res.Findings, func(f design.Finding) bool { return f.Severity == design.Nit })
 		}
 		out.Review = res
 		if view == ViewEvidence {
@@ -81,7 +80,7 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 				return nil, fault.From(err, msgGetFailed)
 			}
 			for _, e := range ev {
-				out.Evidence = append(out.Evidence, engine.Evidence{ID: e.ID, MIMEType: e.MIMEType, Data: e.Data})
+				out.Evidence = append(out.Evidence, design.Evidence{ID: e.ID, MIMEType: e.MIMEType, Data: e.Data})
 			}
 		}
 	}
@@ -89,8 +88,8 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 }
 
 // decodeResult returns a fresh copy of a completed review's result.
-func decodeResult(j *store.Job) (*engine.Result, error) {
-	var res engine.Result
+func decodeResult(j *store.Job) (*design.Result, error) {
+	var res design.Result
 	if err := json.Unmarshal(j.Result, &res); err != nil {
 		return nil, err
 	}

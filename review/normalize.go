@@ -4,14 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/bastion-mcp/bastion/design"
+	"github.com/bastion-mcp/bastion/fault"
 	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/bastion-mcp/bastion/engine"
-	"github.com/bastion-mcp/bastion/fault"
 )
 
 // Input limits of the wire contract.
@@ -148,7 +147,7 @@ func normalizeSubmit(in *SubmitParams) (*reviewRequest, error) {
 		return nil, invalid("viewports", "must list 1 to %d viewports", maxViewports)
 	}
 	for i, v := range vps {
-		if _, _, ok := engine.Viewport(v).Size(); !ok {
+		if _, _, ok := design.Viewport(v).Size(); !ok {
 			return nil, invalid("viewports["+itoa(i)+"]", "must be mobile, tablet or desktop")
 		}
 		if !slices.Contains(r.Viewports, v) {

@@ -2,8 +2,7 @@ package review
 
 import (
 	"context"
-
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/store"
@@ -47,7 +46,7 @@ func (s *Service) PanelAction(ctx context.Context, p principal.Principal, in *Pa
 		return nil, fault.Wrap(err, fault.InternalError, msgPanelFailed)
 	}
 	out := &PanelActionResult{SchemaVersion: SchemaVersion, JobID: j.ID, ReviewID: j.ReviewID}
-	var f *engine.Finding
+	var f *design.Finding
 	if in.FindingID != "" {
 		for i := range res.Findings {
 			if res.Findings[i].ID == in.FindingID {
@@ -73,7 +72,7 @@ func (s *Service) PanelAction(ctx context.Context, p principal.Principal, in *Pa
 		return out, nil
 	}
 	switch {
-	case res.Grade == engine.NothingReviewed:
+	case res.Grade == design.NothingReviewed:
 		out.Response = PanelResponse{Type: ResponseUnjudged, FindingID: f.ID}
 	case grounded(f):
 		out.Response = PanelResponse{Type: ResponseFix, FindingID: f.ID, Fix: f.Fix}
@@ -85,6 +84,6 @@ func (s *Service) PanelAction(ctx context.Context, p principal.Principal, in *Pa
 
 // grounded reports whether an agent can apply f's fix on its own: it names
 // an element, says concretely what to change, and is not a human judgment.
-func grounded(f *engine.Finding) bool {
+func grounded(f *design.Finding) bool {
 	return f.Selector != "" && f.Fix != "" && !f.Advisory
 }

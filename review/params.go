@@ -1,10 +1,9 @@
 package review
 
 import (
-	"time"
-
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/store"
+	"time"
 )
 
 // SchemaVersion is the version of every result's wire shape.
@@ -87,9 +86,9 @@ type GetResult struct {
 	Job           Job    `json:"job"`
 	// Review is a completed review's result for every view but status; in
 	// the focus view its findings exclude nits.
-	Review *engine.Result `json:"review,omitempty"`
+	Review *design.Result `json:"review,omitempty"`
 	// Evidence holds the crops, in the evidence view only.
-	Evidence []engine.Evidence `json:"-"`
+	Evidence []design.Evidence `json:"-"`
 	// Recheck is a completed recheck's report for every view but status.
 	Recheck *RecheckReport `json:"recheck,omitempty"`
 }
@@ -118,7 +117,7 @@ type RecheckReport struct {
 	ReviewID          string                  `json:"review_id"`
 	BeforeFingerprint string                  `json:"before_fingerprint"`
 	AfterFingerprint  string                  `json:"after_fingerprint"`
-	Outcomes          []engine.RecheckOutcome `json:"outcomes"`
+	Outcomes          []design.RecheckOutcome `json:"outcomes"`
 }
 
 // CancelParams is design_review_cancel's input.

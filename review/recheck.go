@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
-	"slices"
-	"strings"
-
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/store"
+	"net/url"
+	"slices"
+	"strings"
 )
 
 // storedRecheck is a recheck job's stored request: the normalized input plus
@@ -75,7 +74,7 @@ func (s *Service) Recheck(ctx context.Context, p principal.Principal, in *Rechec
 		return nil, fault.Wrap(err, fault.InternalError, msgRecheckFailed)
 	}
 	for _, id := range req.FindingIDs {
-		if !slices.ContainsFunc(res.Findings, func(f engine.Finding) bool { return f.ID == id }) {
+		if !slices.ContainsFunc(res.Findings, func(f design.Finding) bool { return f.ID == id }) {
 			return nil, fault.New(fault.FindingNotFound, "finding %s does not belong to review %s", id, req.ReviewID)
 		}
 	}

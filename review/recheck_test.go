@@ -3,21 +3,20 @@ package review_test
 import (
 	"context"
 	"fmt"
-	"strings"
-	"testing"
-	"time"
-
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/review"
 	"github.com/bastion-mcp/bastion/review/reviewtest"
+	"strings"
+	"testing"
+	"time"
 )
 
 func recheckEngine() *reviewtest.Engine {
-	return &reviewtest.Engine{Result: reviewtest.SampleResult(), Outs: []engine.RecheckOutcome{
-		{FindingID: "f_001", Outcome: engine.Passed, Facts: engine.Facts{"ratio": 7.1}, Reason: "contrast 7.1:1 now meets 4.5:1"},
-		{FindingID: "f_003", Outcome: engine.Failed, Facts: engine.Facts{"gap_px": 13.0}, Reason: "still off the scale"},
+	return &reviewtest.Engine{Result: reviewtest.SampleResult(), Outs: []design.RecheckOutcome{
+		{FindingID: "f_001", Outcome: design.Passed, Facts: design.Facts{"ratio": 7.1}, Reason: "contrast 7.1:1 now meets 4.5:1"},
+		{FindingID: "f_003", Outcome: design.Failed, Facts: design.Facts{"gap_px": 13.0}, Reason: "still off the scale"},
 	}}
 }
 
@@ -45,7 +44,7 @@ func TestRecheckRuns(t *testing.T) {
 	}
 	rep := g.Recheck
 	if rep == nil || g.Review != nil || rep.RecheckID != res.Job.JobID || rep.ReviewID != rev.ReviewID || rep.BeforeFingerprint == rep.AfterFingerprint ||
-		len(rep.Outcomes) != 2 || rep.Outcomes[0].FindingID != "f_001" || rep.Outcomes[0].Outcome != engine.Passed || rep.Outcomes[1].Outcome != engine.Failed {
+		len(rep.Outcomes) != 2 || rep.Outcomes[0].FindingID != "f_001" || rep.Outcomes[0].Outcome != design.Passed || rep.Outcomes[1].Outcome != design.Failed {
 		t.Fatalf("report = %+v", rep)
 	}
 	rr := eng.LastRecheck()
@@ -207,7 +206,7 @@ func TestRecheckBudgetChain(t *testing.T) {
 	for i := range 20 {
 		id := fmt.Sprintf("f_%03d", 100+i)
 		ids = append(ids, id)
-		res.Findings = append(res.Findings, engine.Finding{ID: id, Selector: "#x", Fix: "y", Severity: engine.Minor})
+		res.Findings = append(res.Findings, design.Finding{ID: id, Selector: "#x", Fix: "y", Severity: design.Minor})
 	}
 	b := setup(t, reviewtest.Options{Start: true, Engine: &reviewtest.Engine{Result: res}, Clock: clock})
 	rev := completedReview(t, b, "key-chain-rev", nil)

@@ -37,14 +37,15 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/store"
 )
 
 // Engine measures pages. The engine package implements it.
 type Engine interface {
-	Review(ctx context.Context, req engine.Request) (*engine.Result, error)
-	Recheck(ctx context.Context, req engine.RecheckRequest) ([]engine.RecheckOutcome, error)
+	Review(ctx context.Context, req engine.Request) (*design.Result, error)
+	Recheck(ctx context.Context, req engine.RecheckRequest) ([]design.RecheckOutcome, error)
 }
 
 // Authorizer decides whether a tenant may have a URL captured: the egress

@@ -8,14 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river/riverdriver/riversqlite"
-
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/review"
 	"github.com/bastion-mcp/bastion/review/reviewtest"
 	"github.com/bastion-mcp/bastion/store"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
 )
 
 func TestSubmitValidation(t *testing.T) {
@@ -282,7 +281,7 @@ func TestPanelActionNotReady(t *testing.T) {
 		t.Fatalf("not ready = %+v", e)
 	}
 	// Nothing reviewed: no fix at all.
-	eng := &reviewtest.Engine{Result: &engine.Result{Grade: engine.NothingReviewed, Findings: []engine.Finding{{ID: "f_001", Selector: "#a", Fix: "x"}}}}
+	eng := &reviewtest.Engine{Result: &design.Result{Grade: design.NothingReviewed, Findings: []design.Finding{{ID: "f_001", Selector: "#a", Fix: "x"}}}}
 	b2 := setup(t, reviewtest.Options{Start: true, Engine: eng})
 	j := completedReview(t, b2, "key-panel-002", nil)
 	r, err := b2.Service.PanelAction(ctx, b2.Principal, &review.PanelActionParams{JobID: j.JobID, Action: review.ActionApplyFix, FindingID: "f_001"})

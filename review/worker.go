@@ -9,6 +9,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/store"
@@ -182,7 +183,7 @@ func (s *Service) run(ctx context.Context, j *store.Job) (*store.JobFinishParams
 		}
 		er := engine.Request{URL: req.URL, Routes: req.Routes}
 		for _, v := range req.Viewports {
-			er.Viewports = append(er.Viewports, engine.Viewport(v))
+			er.Viewports = append(er.Viewports, design.Viewport(v))
 		}
 		res, err := s.engine.Review(ctx, er)
 		if err != nil {

@@ -9,12 +9,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/panel"
 	"github.com/bastion-mcp/bastion/review"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // MCP Apps (SEP-1865): a client that can show an HTML view declares the
@@ -96,7 +95,7 @@ func (a *adapter) evidenceResult(req *mcp.CallToolRequest, pl getPayload, out *r
 	}
 	blocks = append(blocks, &mcp.TextContent{Text: fmt.Sprintf("Design review (%s): %s", c.Grade, c.Overall)})
 	blocks = append(blocks, &mcp.TextContent{Text: coverageLine(c.Coverage)})
-	crops := map[string]engine.Evidence{}
+	crops := map[string]design.Evidence{}
 	for _, e := range out.Evidence {
 		if len(e.Data) > 0 && imageMIME.MatchString(strings.ToLower(e.MIMEType)) {
 			crops[e.ID] = e
@@ -146,7 +145,7 @@ func findingLine(f critiqueFinding) string {
 	return b.String()
 }
 
-func viewportNames(vs []engine.Viewport) []string {
+func viewportNames(vs []design.Viewport) []string {
 	s := make([]string, len(vs))
 	for i, v := range vs {
 		s[i] = string(v)

@@ -3,11 +3,10 @@ package reviewmcp
 import (
 	"cmp"
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
+	"github.com/bastion-mcp/bastion/review"
 	"slices"
 	"strings"
-
-	"github.com/bastion-mcp/bastion/engine"
-	"github.com/bastion-mcp/bastion/review"
 )
 
 // The payloads below are the wire shapes of schemas/mcp-tools.json's output
@@ -106,7 +105,7 @@ func measuredProvenance() provenance {
 // bastion's measured detail.
 type critique struct {
 	ReviewID           string            `json:"review_id"`
-	Grade              engine.Grade      `json:"grade"`
+	Grade              design.Grade      `json:"grade"`
 	Provenance         provenance        `json:"provenance"`
 	Confidence         *float64          `json:"confidence"` // always null: a measurement has no model confidence
 	Overall            string            `json:"overall"`
@@ -122,20 +121,20 @@ type critique struct {
 type critiqueFinding struct {
 	FindingID       string            `json:"finding_id"`
 	Severity        string            `json:"severity"` // blocker|should_fix|nit, the peer's scale
-	BastionSeverity engine.Severity   `json:"bastion_severity"`
+	BastionSeverity design.Severity   `json:"bastion_severity"`
 	Kind            string            `json:"kind"`
 	Dimension       string            `json:"dimension"`
 	Title           string            `json:"title"`
 	Description     string            `json:"description"`
 	Route           string            `json:"route"`
-	Viewport        engine.Viewport   `json:"viewport"` // the first viewport the defect was seen at
-	Viewports       []engine.Viewport `json:"viewports"`
+	Viewport        design.Viewport   `json:"viewport"` // the first viewport the defect was seen at
+	Viewports       []design.Viewport `json:"viewports"`
 	ElementRef      *string           `json:"element_ref"`
 	Suggestion      *string           `json:"suggestion"`
 	EvidenceID      *string           `json:"evidence_id"`
 	Confidence      *float64          `json:"confidence"`
 	Advisory        bool              `json:"advisory"`
-	Facts           engine.Facts      `json:"facts"`
+	Facts           design.Facts      `json:"facts"`
 }
 
 type coverageWire struct {
@@ -143,16 +142,16 @@ type coverageWire struct {
 	RoutesRequested    []string          `json:"routes_requested"`
 	RoutesReviewed     []string          `json:"routes_reviewed"`
 	RoutesSkipped      []string          `json:"routes_skipped"`
-	ViewportsRequested []engine.Viewport `json:"viewports_requested"`
-	ViewportsReviewed  []engine.Viewport `json:"viewports_reviewed"`
-	ViewportsSkipped   []engine.Viewport `json:"viewports_skipped"`
-	CapturesSkipped    []engine.Skip     `json:"captures_skipped"`
+	ViewportsRequested []design.Viewport `json:"viewports_requested"`
+	ViewportsReviewed  []design.Viewport `json:"viewports_reviewed"`
+	ViewportsSkipped   []design.Viewport `json:"viewports_skipped"`
+	CapturesSkipped    []design.Skip     `json:"captures_skipped"`
 }
 
 type measurements struct {
 	State      string        `json:"state"` // always "reported"
 	ChecksRun  []string      `json:"checks_run"`
-	ChecksOff  []engine.Skip `json:"checks_off"`
+	ChecksOff  []design.Skip `json:"checks_off"`
 	Violations []violation   `json:"violations"`
 }
 
@@ -160,7 +159,7 @@ type violation struct {
 	FindingID     string            `json:"finding_id"`
 	Kind          string            `json:"kind"`
 	Route         string            `json:"route"`
-	Viewports     []engine.Viewport `json:"viewports"`
+	Viewports     []design.Viewport `json:"viewports"`
 	ElementRef    *string           `json:"element_ref"`
 	Detail        string            `json:"detail"`
 	BlockEligible bool              `json:"block_eligible"`
@@ -168,12 +167,12 @@ type violation struct {
 
 type pageHealth struct {
 	Route          string           `json:"route"`
-	Viewport       engine.Viewport  `json:"viewport"`
+	Viewport       design.Viewport  `json:"viewport"`
 	StatusCode     int              `json:"status_code"`
 	CaptureMS      int64            `json:"capture_ms"`
 	ConsoleErrors  []string         `json:"console_errors"`
-	FailedRequests []engine.Failure `json:"failed_requests"`
-	EgressBlocked  []engine.Failure `json:"egress_blocked"`
+	FailedRequests []design.Failure `json:"failed_requests"`
+	EgressBlocked  []design.Failure `json:"egress_blocked"`
 	FontsNotLoaded []string         `json:"fonts_not_loaded"`
 }
 
@@ -190,17 +189,17 @@ type recheckWire struct {
 
 type outcomeWire struct {
 	FindingID  string         `json:"finding_id"`
-	Outcome    engine.Outcome `json:"outcome"`
+	Outcome    design.Outcome `json:"outcome"`
 	Confidence *float64       `json:"confidence"`
 	Reason     string         `json:"reason"`
-	Facts      engine.Facts   `json:"facts"`
+	Facts      design.Facts   `json:"facts"`
 }
 
 func recheckOf(r *review.RecheckReport) *recheckWire {
 	w := &recheckWire{
 		RecheckID: r.RecheckID, ReviewID: r.ReviewID, BeforeFingerprint: r.BeforeFingerprint, AfterFingerprint: r.AfterFingerprint,
 		CaptureScope: "focused", Provenance: measuredProvenance(), Outcomes: []outcomeWire{},
-		Summary: map[string]int64{string(engine.Passed): 0, string(engine.Failed): 0, string(engine.Inconclusive): 0},
+		Summary: map[string]int64{string(design.Passed): 0, string(design.Failed): 0, string(design.Inconclusive): 0},
 	}
 	for _, o := range r.Outcomes {
 		w.Outcomes = append(w.Outcomes, outcomeWire{FindingID: o.FindingID, Outcome: o.Outcome, Reason: o.Reason, Facts: orEmpty(o.Facts)})
@@ -210,19 +209,19 @@ func recheckOf(r *review.RecheckReport) *recheckWire {
 }
 
 // peerSeverity maps bastion's four severities onto the peer's three.
-func peerSeverity(s engine.Severity) string {
+func peerSeverity(s design.Severity) string {
 	switch s {
-	case engine.Blocker:
+	case design.Blocker:
 		return "blocker"
-	case engine.Nit:
+	case design.Nit:
 		return "nit"
 	}
 	return "should_fix"
 }
 
-func orEmpty(f engine.Facts) engine.Facts {
+func orEmpty(f design.Facts) design.Facts {
 	if f == nil {
-		return engine.Facts{}
+		return design.Facts{}
 	}
 	return f
 }
@@ -243,7 +242,7 @@ func orNone[T any](s []T) []T {
 
 // critiqueOf maps an engine result onto the wire Critique. It is the one
 // place that does: every view and the panel action go through it.
-func critiqueOf(reviewID string, res *engine.Result) *critique {
+func critiqueOf(reviewID string, res *design.Result) *critique {
 	cov := res.Coverage
 	c := &critique{
 		ReviewID: reviewID, Grade: res.Grade, Provenance: measuredProvenance(),
@@ -256,10 +255,10 @@ func critiqueOf(reviewID string, res *engine.Result) *critique {
 	}
 	c.Coverage = coverageOf(cov)
 	if c.Coverage.State == "nothing" {
-		c.Grade = engine.NothingReviewed
+		c.Grade = design.NothingReviewed
 	}
 	for _, f := range res.Findings {
-		vp := engine.Viewport("")
+		vp := design.Viewport("")
 		if len(f.Viewports) > 0 {
 			vp = f.Viewports[0]
 		}
@@ -272,10 +271,10 @@ func critiqueOf(reviewID string, res *engine.Result) *critique {
 		c.Measurements.Violations = append(c.Measurements.Violations, violation{
 			FindingID: f.ID, Kind: f.Kind, Route: f.Route, Viewports: orNone(slices.Clone(f.Viewports)),
 			ElementRef: nonEmpty(f.Selector), Detail: clip(cmp.Or(f.Title, f.Description), 1000),
-			BlockEligible: f.Severity == engine.Blocker,
+			BlockEligible: f.Severity == design.Blocker,
 		})
 	}
-	if c.Grade == engine.NothingReviewed {
+	if c.Grade == design.NothingReviewed {
 		c.NotReviewed = append(c.NotReviewed, fmt.Sprintf("[bastion] nothing was reviewed: 0 of %d requested route(s) could be captured on this run. "+
 			"The grade is reported as \"nothing_reviewed\" and nothing in this result is a judgment of the target.", len(cov.RoutesRequested)))
 	}
@@ -296,7 +295,7 @@ func critiqueOf(reviewID string, res *engine.Result) *critique {
 	return c
 }
 
-func coverageOf(cov engine.Coverage) coverageWire {
+func coverageOf(cov design.Coverage) coverageWire {
 	w := coverageWire{
 		RoutesRequested: dedup(cov.RoutesRequested), RoutesReviewed: dedup(cov.RoutesReviewed),
 		ViewportsRequested: dedup(cov.ViewportsRequested), ViewportsReviewed: dedup(cov.ViewportsReviewed),
@@ -337,11 +336,11 @@ func minus[T comparable](a, b []T) []T {
 
 // overallOf is the one-paragraph verdict, derived from the measured result.
 func overallOf(c *critique) string {
-	if c.Grade == engine.NothingReviewed {
+	if c.Grade == design.NothingReviewed {
 		return fmt.Sprintf("Nothing was reviewed: none of the %d requested route(s) could be captured, so there is no judgment of this target.",
 			len(c.Coverage.RoutesRequested))
 	}
-	n := map[engine.Severity]int{}
+	n := map[design.Severity]int{}
 	advisory := 0
 	for _, f := range c.Findings {
 		n[f.BastionSeverity]++
@@ -349,15 +348,15 @@ func overallOf(c *critique) string {
 			advisory++
 		}
 	}
-	lead := map[engine.Grade]string{
-		engine.Ship:         "Ship: the measured checks found nothing to fix.",
-		engine.ShipWithNits: "Ship with nits: the measured checks found only nits and advisory findings.",
-		engine.NeedsWork:    "Needs work: the measured checks found defects to fix before shipping.",
-		engine.Blocked:      "Blocked: the measured checks found at least one blocker.",
+	lead := map[design.Grade]string{
+		design.Ship:         "Ship: the measured checks found nothing to fix.",
+		design.ShipWithNits: "Ship with nits: the measured checks found only nits and advisory findings.",
+		design.NeedsWork:    "Needs work: the measured checks found defects to fix before shipping.",
+		design.Blocked:      "Blocked: the measured checks found at least one blocker.",
 	}[c.Grade]
 	var b strings.Builder
 	b.WriteString(cmp.Or(lead, "Grade "+string(c.Grade)+"."))
-	fmt.Fprintf(&b, " %d finding(s): %d blocker, %d major, %d minor, %d nit", len(c.Findings), n[engine.Blocker], n[engine.Major], n[engine.Minor], n[engine.Nit])
+	fmt.Fprintf(&b, " %d finding(s): %d blocker, %d major, %d minor, %d nit", len(c.Findings), n[design.Blocker], n[design.Major], n[design.Minor], n[design.Nit])
 	if advisory > 0 {
 		fmt.Fprintf(&b, " (%d advisory, for a human to judge)", advisory)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
 	"github.com/bastion-mcp/bastion/app"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/principal"
@@ -24,11 +25,11 @@ type noCaptures struct{}
 
 var errNoCaptures = errors.New("bench/gateway runs no captures")
 
-func (noCaptures) Review(context.Context, engine.Request) (*engine.Result, error) {
+func (noCaptures) Review(context.Context, engine.Request) (*design.Result, error) {
 	return nil, errNoCaptures
 }
 
-func (noCaptures) Recheck(context.Context, engine.RecheckRequest) ([]engine.RecheckOutcome, error) {
+func (noCaptures) Recheck(context.Context, engine.RecheckRequest) ([]design.RecheckOutcome, error) {
 	return nil, errNoCaptures
 }
 

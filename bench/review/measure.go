@@ -11,6 +11,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/checks"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
@@ -38,7 +39,7 @@ type report struct {
 	PeakHWMBytes  int64              `json:"peak_hwm_bytes"` // sum of each process's VmHWM: an upper bound
 	PeakProcesses int                `json:"peak_processes"` // browser processes at the sampled peak
 	Findings      int                `json:"findings"`
-	Grade         engine.Grade       `json:"grade"`
+	Grade         design.Grade       `json:"grade"`
 	// Phases: the median per phase of direct warm captures (one viewport
 	// at a time), in the order below.
 	PhasesMS map[string]float64 `json:"phases_ms"`
@@ -103,7 +104,7 @@ func measure(ctx context.Context, guard *egress.Guard, proxy *browserproxy.Proxy
 	stop := rep.sampleMemory(pool)
 	defer stop()
 
-	req := engine.Request{URL: t.URL, Routes: []string{"/"}, Viewports: engine.Viewports()}
+	req := engine.Request{URL: t.URL, Routes: []string{"/"}, Viewports: design.Viewports()}
 	if i := strings.Index(t.URL[len("http://"):], "/"); i >= 0 {
 		req.URL, req.Routes = t.URL[:len("http://")+i], []string{t.URL[len("http://")+i:]}
 	}
@@ -155,7 +156,7 @@ func (rep *report) directCaptures(ctx context.Context, pool *capture.Pool, proxy
 	steps := map[string][]float64{}
 	phase := map[string][]float64{}
 	for i := 0; i < n; i++ {
-		for _, vp := range engine.Viewports() {
+		for _, vp := range design.Viewports() {
 			sess := proxy.NewSession()
 			var snap *checks.Snapshot
 			c, err := pool.Capture(ctx, capture.Target{URL: u, Viewport: vp, Session: sess}, func(tab context.Context) error {
@@ -240,7 +241,7 @@ func (rep *report) sampleMemory(pool *capture.Pool) (stop func()) {
 }
 
 // skipped records what review run which left out.
-func (rep *report) skipped(which string, res *engine.Result) {
+func (rep *report) skipped(which string, res *design.Result) {
 	for _, s := range res.Coverage.Skipped {
 		rep.Skips = append(rep.Skips, which+": "+s.What+": "+s.Reason)
 	}
@@ -249,12 +250,12 @@ func (rep *report) skipped(which string, res *engine.Result) {
 func (rep *report) print() {
 	fmt.Printf("\n%s (%s)\n", rep.Page, rep.URL)
 	fmt.Printf("  cold review (new browser)    %7.0f ms   target <= %d ms: %v\n", rep.ColdReviewMS, coldTarget.Milliseconds(), rep.ColdMet)
-	for _, vp := range engine.Viewports() {
+	for _, vp := range design.Viewports() {
 		fmt.Printf("    cold capture %-8s        %7.0f ms\n", vp, rep.ColdCaptureMS[string(vp)])
 	}
 	fmt.Printf("  warm review (median)         %7.0f ms   (min %.0f, max %.0f)   target <= %d ms: %v\n",
 		rep.WarmReviewMS.Median, rep.WarmReviewMS.Min, rep.WarmReviewMS.Max, warmTarget.Milliseconds(), rep.WarmMet)
-	for _, vp := range engine.Viewports() {
+	for _, vp := range design.Viewports() {
 		s := rep.WarmCaptureMS[string(vp)]
 		fmt.Printf("    warm capture %-8s        %7.0f ms   (min %.0f, max %.0f)\n", vp, s.Median, s.Min, s.Max)
 	}

@@ -9,21 +9,20 @@ package corpus
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/bastion-mcp/bastion/design"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/bastion-mcp/bastion/engine"
 )
 
 // Label is one expected finding.
 type Label struct {
 	Kind      string            `json:"kind"`
 	Selector  string            `json:"selector"`
-	Viewports []engine.Viewport `json:"viewports"`
+	Viewports []design.Viewport `json:"viewports"`
 	Note      string            `json:"note,omitempty"`
 }
 
@@ -79,7 +78,7 @@ func Load(dir string) (*Corpus, error) {
 // Key identifies one expected or reported finding.
 type Key struct {
 	Page, Kind, Selector string
-	Viewport             engine.Viewport
+	Viewport             design.Viewport
 }
 
 func (k Key) String() string {
@@ -103,7 +102,7 @@ type Report struct {
 // Match scores findings (per page file; each finding may span viewports)
 // against the labels for the viewports that were reviewed. kinds lists every
 // kind to report, so kinds with no labels and no findings still show.
-func (c *Corpus) Match(got map[string][]engine.Finding, viewports []engine.Viewport, kinds []string) Report {
+func (c *Corpus) Match(got map[string][]design.Finding, viewports []design.Viewport, kinds []string) Report {
 	want := map[Key]bool{}
 	clean := map[string]bool{}
 	for _, p := range c.Pages {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/bastion-mcp/bastion/checks/corpus"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 )
 
 func TestLoad(t *testing.T) {
@@ -26,19 +26,19 @@ func TestMatch(t *testing.T) {
 	t.Parallel()
 	c := &corpus.Corpus{Pages: []corpus.Page{
 		{File: "a.html", Expect: []corpus.Label{
-			{Kind: "contrast", Selector: "p.x", Viewports: []engine.Viewport{engine.Mobile, engine.Desktop}},
-			{Kind: "overlap", Selector: "h2", Viewports: []engine.Viewport{engine.Tablet}},
+			{Kind: "contrast", Selector: "p.x", Viewports: []design.Viewport{design.Mobile, design.Desktop}},
+			{Kind: "overlap", Selector: "h2", Viewports: []design.Viewport{design.Tablet}},
 		}},
 		{File: "clean.html", Clean: true},
 	}}
-	got := map[string][]engine.Finding{
+	got := map[string][]design.Finding{
 		"a.html": {
-			{Kind: "contrast", Selector: "p.x", Viewports: []engine.Viewport{engine.Mobile, engine.Desktop}}, // merged across viewports
-			{Kind: "contrast", Selector: "p.y", Viewports: []engine.Viewport{engine.Mobile}},                 // false positive
+			{Kind: "contrast", Selector: "p.x", Viewports: []design.Viewport{design.Mobile, design.Desktop}}, // merged across viewports
+			{Kind: "contrast", Selector: "p.y", Viewports: []design.Viewport{design.Mobile}},                 // false positive
 		},
-		"clean.html": {{Kind: "tap_target", Selector: "a", Viewports: []engine.Viewport{engine.Mobile}}},
+		"clean.html": {{Kind: "tap_target", Selector: "a", Viewports: []design.Viewport{design.Mobile}}},
 	}
-	rep := c.Match(got, []engine.Viewport{engine.Mobile, engine.Tablet, engine.Desktop}, []string{"contrast", "overlap", "tap_target"})
+	rep := c.Match(got, []design.Viewport{design.Mobile, design.Tablet, design.Desktop}, []string{"contrast", "overlap", "tap_target"})
 	want := map[string][3]int{"contrast": {2, 1, 0}, "overlap": {0, 0, 1}, "tap_target": {0, 1, 0}}
 	for _, s := range rep.Kinds {
 		if w := want[s.Kind]; [3]int{s.TP, s.FP, s.FN} != w {
@@ -52,7 +52,7 @@ func TestMatch(t *testing.T) {
 		t.Errorf("table:\n%s", rep.Table())
 	}
 	// Reviewing only mobile ignores the desktop and tablet labels.
-	rep = c.Match(map[string][]engine.Finding{}, []engine.Viewport{engine.Mobile}, []string{"contrast", "overlap"})
+	rep = c.Match(map[string][]design.Finding{}, []design.Viewport{design.Mobile}, []string{"contrast", "overlap"})
 	if rep.Kinds[0].FN != 1 || rep.Kinds[1].FN != 0 {
 		t.Errorf("mobile-only: %+v", rep.Kinds)
 	}

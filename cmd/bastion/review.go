@@ -13,6 +13,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/app"
 	"github.com/bastion-mcp/bastion/capture"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
@@ -113,7 +114,7 @@ func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f r
 		req.Routes = review.DefaultRoutes(target.URL)
 	}
 	for _, v := range f.viewports {
-		vp := engine.Viewport(strings.TrimSpace(v))
+		vp := design.Viewport(strings.TrimSpace(v))
 		if _, _, ok := vp.Size(); !ok {
 			return fault.New(fault.InvalidArgument, "unknown viewport %q (want mobile, tablet or desktop)", terminalSafe(v))
 		}
@@ -144,7 +145,7 @@ func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f r
 
 	fmt.Fprintf(stderr, "reviewing %s: %d route(s) × %d viewport(s)\n", req.URL, len(req.Routes), len(req.Viewports))
 	start := time.Now()
-	progress := func(route string, vp engine.Viewport, took time.Duration, err error) {
+	progress := func(route string, vp design.Viewport, took time.Duration, err error) {
 		if err != nil {
 			fmt.Fprintf(stderr, "  skipped  %s @ %s: %s\n", route, vp, fault.From(err, "capture failed").Message)
 			return
@@ -190,7 +191,7 @@ func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f r
 }
 
 // printSummary prints the grade and one line per finding.
-func printSummary(w io.Writer, res *engine.Result) {
+func printSummary(w io.Writer, res *design.Result) {
 	fmt.Fprintf(w, "grade: %s\n", res.Grade)
 	for _, f := range res.Findings {
 		vps := make([]string, len(f.Viewports))

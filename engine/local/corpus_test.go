@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bastion-mcp/bastion/checks/corpus"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/engine/local"
 )
@@ -23,7 +24,7 @@ import (
 // checks → merge → evidence. They score the findings with checks/corpus, the
 // same scorer the checks' own corpus test uses.
 
-var corpusViewports = []engine.Viewport{engine.Mobile, engine.Tablet, engine.Desktop}
+var corpusViewports = []design.Viewport{design.Mobile, design.Tablet, design.Desktop}
 
 // pagesInFlight is how many page reviews run at once; each review runs its
 // three viewports concurrently too, and the pool bounds the captures.
@@ -49,10 +50,10 @@ var tokensFrom = map[string]string{"file": "file", "root": "root_custom_properti
 // custom properties or turns the token checks off (the corpus README's
 // convention). A page that could not be reviewed at every viewport fails
 // the test: its silence would otherwise score as precision.
-func reviewCorpus(t *testing.T, eng *local.Engine, base string, c *corpus.Corpus) map[string][]engine.Finding {
+func reviewCorpus(t *testing.T, eng *local.Engine, base string, c *corpus.Corpus) map[string][]design.Finding {
 	t.Helper()
 	var mu sync.Mutex
-	got := map[string][]engine.Finding{}
+	got := map[string][]design.Finding{}
 	var captures int
 	var total, slowest time.Duration
 	sem := make(chan struct{}, pagesInFlight)
@@ -101,11 +102,11 @@ func reviewCorpus(t *testing.T, eng *local.Engine, base string, c *corpus.Corpus
 // sameFindings reports each page whose findings differ between two runs:
 // ids, kinds, selectors, viewports, severity, measured facts and evidence
 // ids must all agree.
-func sameFindings(t *testing.T, first, second map[string][]engine.Finding) {
+func sameFindings(t *testing.T, first, second map[string][]design.Finding) {
 	t.Helper()
 	pages := slices.Sorted(func(yield func(string) bool) {
 		seen := map[string]bool{}
-		for _, m := range []map[string][]engine.Finding{first, second} {
+		for _, m := range []map[string][]design.Finding{first, second} {
 			for p := range m {
 				if !seen[p] {
 					seen[p] = true
@@ -126,7 +127,7 @@ func sameFindings(t *testing.T, first, second map[string][]engine.Finding) {
 }
 
 // findingOf describes the finding behind a scored key, for the log.
-func findingOf(got map[string][]engine.Finding, k corpus.Key) string {
+func findingOf(got map[string][]design.Finding, k corpus.Key) string {
 	for _, f := range got[k.Page] {
 		if f.Kind == k.Kind && f.Selector == k.Selector && slices.Contains(f.Viewports, k.Viewport) {
 			facts, _ := json.Marshal(f.Facts)
@@ -137,7 +138,7 @@ func findingOf(got map[string][]engine.Finding, k corpus.Key) string {
 }
 
 // logMisses logs every false positive and false negative of rep.
-func logMisses(t *testing.T, rep corpus.Report, got map[string][]engine.Finding) {
+func logMisses(t *testing.T, rep corpus.Report, got map[string][]design.Finding) {
 	t.Helper()
 	var b strings.Builder
 	for _, s := range rep.Kinds {
@@ -154,7 +155,7 @@ func logMisses(t *testing.T, rep corpus.Report, got map[string][]engine.Finding)
 }
 
 // runCorpus reviews c twice through eng and scores the first run.
-func runCorpus(t *testing.T, eng *local.Engine, base string, c *corpus.Corpus) (corpus.Report, map[string][]engine.Finding) {
+func runCorpus(t *testing.T, eng *local.Engine, base string, c *corpus.Corpus) (corpus.Report, map[string][]design.Finding) {
 	t.Helper()
 	start := time.Now()
 	first := reviewCorpus(t, eng, base, c)

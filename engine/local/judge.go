@@ -2,18 +2,18 @@ package local
 
 import (
 	"github.com/bastion-mcp/bastion/checks"
-	"github.com/bastion-mcp/bastion/engine"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/tokens"
 )
 
 // The design checks as the engine calls them: a nil token set turns the
 // token checks off.
 
-func runChecks(s *checks.Snapshot, set *tokens.Set) []engine.Finding {
+func runChecks(s *checks.Snapshot, set *tokens.Set) []design.Finding {
 	return checks.Run(s, checks.Config{Tokens: set})
 }
 
-func remeasure(s *checks.Snapshot, set *tokens.Set, f engine.Finding) engine.RecheckOutcome {
+func remeasure(s *checks.Snapshot, set *tokens.Set, f design.Finding) design.RecheckOutcome {
 	return checks.Remeasure(s, checks.Config{Tokens: set}, f)
 }
 
@@ -21,6 +21,6 @@ func remeasure(s *checks.Snapshot, set *tokens.Set, f engine.Finding) engine.Rec
 func CheckKinds() []string { return checks.Kinds() }
 
 // coverage is what the checks say they judge in s, and why not the rest.
-func coverage(s *checks.Snapshot, set *tokens.Set) ([]string, []engine.Skip) {
+func coverage(s *checks.Snapshot, set *tokens.Set) ([]string, []design.Skip) {
 	return checks.Coverage(s, checks.Config{Tokens: set})
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/checks"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/evidence"
@@ -59,7 +60,7 @@ const (
 )
 
 // Progress reports one finished capture (err is nil on success).
-type Progress func(route string, vp engine.Viewport, took time.Duration, err error)
+type Progress func(route string, vp design.Viewport, took time.Duration, err error)
 
 // Options tune an Engine. The zero value means defaults.
 type Options struct {
@@ -111,7 +112,7 @@ func New(pool Capturer, proxy Sessions, guard Canonicalizer, opts Options) *Engi
 // shot is one route × viewport capture and what was measured in it.
 type shot struct {
 	route    string
-	vp       engine.Viewport
+	vp       design.Viewport
 	cap      *capture.Capture
 	snap     *checks.Snapshot
 	err      error
@@ -119,7 +120,7 @@ type shot struct {
 }
 
 // Review implements engine.Engine.
-func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result, error) {
+func (e *Engine) Review(ctx context.Context, req engine.Request) (*design.Result, error) {
 	base, routes, vps, err := e.validate(req.URL, req.Routes, req.Viewports)
 	if err != nil {
 		return nil, err
@@ -140,14 +141,14 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 		return nil, err
 	}
 
-	res := &engine.Result{
-		Findings: []engine.Finding{},
-		Health:   []engine.PageHealth{},
-		Coverage: engine.Coverage{
+	res := &design.Result{
+		Findings: []design.Finding{},
+		Health:   []design.PageHealth{},
+		Coverage: design.Coverage{
 			RoutesRequested:    routes,
 			ViewportsRequested: vps,
 			RoutesReviewed:     []string{},
-			ViewportsReviewed:  []engine.Viewport{},
+			ViewportsReviewed:  []design.Viewport{},
 		},
 	}
 	// Tokens: the file, else the custom properties the first reviewed
@@ -168,7 +169,7 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 	cfg := set
 	var snaps []*checks.Snapshot
 
-	var raw []engine.Finding
+	var raw []design.Finding
 	reviewed := 0
 	for _, j := range jobs {
 		if j.cap != nil {
@@ -177,7 +178,7 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 			res.Health = append(res.Health, h)
 		}
 		if j.err != nil {
-			res.Coverage.Skipped = append(res.Coverage.Skipped, engine.Skip{
+			res.Coverage.Skipped = append(res.Coverage.Skipped, design.Skip{
 				What: j.route + " @ " + string(j.vp), Reason: skipReason(j.err, j.attempts),
 			})
 			continue
@@ -192,25 +193,25 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 		}
 		if j.snap.Truncated {
 			// Reviewed, but not whole: say so rather than imply a clean page.
-			res.Coverage.Skipped = append(res.Coverage.Skipped, engine.Skip{
+			res.Coverage.Skipped = append(res.Coverage.Skipped, design.Skip{
 				What: j.route + " @ " + string(j.vp) + " (partly)", Reason: truncatedReason,
 			})
 		}
 		for _, f := range runChecks(j.snap, cfg) {
 			f.Route = j.route
 			if len(f.Viewports) == 0 {
-				f.Viewports = []engine.Viewport{j.vp}
+				f.Viewports = []design.Viewport{j.vp}
 			}
 			raw = append(raw, f)
 		}
 	}
 	res.Coverage.ChecksRun, res.Coverage.ChecksOff = checkCoverage(snaps, cfg)
-	slices.SortFunc(res.Coverage.ViewportsReviewed, func(a, b engine.Viewport) int {
+	slices.SortFunc(res.Coverage.ViewportsReviewed, func(a, b design.Viewport) int {
 		return cmp.Compare(slices.Index(vps, a), slices.Index(vps, b))
 	})
-	res.Findings = engine.Merge(raw)
+	res.Findings = design.Merge(raw)
 	res.Evidence = e.cutEvidence(res.Findings, jobs)
-	res.Grade = engine.GradeOf(reviewed, res.Findings)
+	res.Grade = design.GradeOf(reviewed, res.Findings)
 	return res, nil
 }
 
@@ -344,7 +345,7 @@ func skipReason(err error, attempts int) string {
 // checkCoverage merges what the checks report for each reviewed snapshot: a
 // check ran if it ran on any, and is off (with the first reason given) only
 // if it ran on none.
-func checkCoverage(snaps []*checks.Snapshot, set *tokens.Set) (run []string, off []engine.Skip) {
+func checkCoverage(snaps []*checks.Snapshot, set *tokens.Set) (run []string, off []design.Skip) {
 	run = []string{}
 	reasons := map[string]string{}
 	var order []string
@@ -364,7 +365,7 @@ func checkCoverage(snaps []*checks.Snapshot, set *tokens.Set) (run []string, off
 	}
 	for _, k := range order {
 		if !slices.Contains(run, k) {
-			off = append(off, engine.Skip{What: k, Reason: reasons[k]})
+			off = append(off, design.Skip{What: k, Reason: reasons[k]})
 		}
 	}
 	slices.Sort(run)
@@ -374,9 +375,9 @@ func checkCoverage(snaps []*checks.Snapshot, set *tokens.Set) (run []string, off
 // cutEvidence crops each finding's box from the first viewport's
 // screenshot of its route and sets EvidenceID. A finding whose box lies
 // outside the screenshot (below the height cap) has no evidence.
-func (e *Engine) cutEvidence(findings []engine.Finding, jobs []*shot) []engine.Evidence {
+func (e *Engine) cutEvidence(findings []design.Finding, jobs []*shot) []design.Evidence {
 	pages := map[string]*evidence.Page{}
-	page := func(route string, vp engine.Viewport) *evidence.Page {
+	page := func(route string, vp design.Viewport) *evidence.Page {
 		k := route + "\x00" + string(vp)
 		if p, ok := pages[k]; ok {
 			return p
@@ -390,7 +391,7 @@ func (e *Engine) cutEvidence(findings []engine.Finding, jobs []*shot) []engine.E
 		pages[k] = p
 		return p
 	}
-	var out []engine.Evidence
+	var out []design.Evidence
 	for i := range findings {
 		f := &findings[i]
 		if len(f.Viewports) == 0 {
@@ -405,7 +406,7 @@ func (e *Engine) cutEvidence(findings []engine.Finding, jobs []*shot) []engine.E
 			continue
 		}
 		f.EvidenceID = evidence.ID(f.ID, crop)
-		out = append(out, engine.Evidence{ID: f.EvidenceID, MIMEType: "image/png", Data: crop})
+		out = append(out, design.Evidence{ID: f.EvidenceID, MIMEType: "image/png", Data: crop})
 	}
 	return out
 }
@@ -416,12 +417,12 @@ func (e *Engine) cutEvidence(findings []engine.Finding, jobs []*shot) []engine.E
 // finding on its element. Without a token file each group is judged
 // against the custom properties its own page's rules use. A group whose capture
 // fails makes its findings inconclusive, never passed.
-func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engine.RecheckOutcome, error) {
+func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]design.RecheckOutcome, error) {
 	if len(req.Findings) == 0 {
 		return nil, fault.New(fault.InvalidArgument, "no findings to recheck")
 	}
 	var routes []string
-	var vps []engine.Viewport
+	var vps []design.Viewport
 	for _, f := range req.Findings {
 		if len(f.Viewports) == 0 {
 			return nil, fault.New(fault.InvalidArgument, "finding %q has no viewport", clip(f.ID))
@@ -453,11 +454,11 @@ func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engi
 		return nil, err
 	}
 
-	out := make([]engine.RecheckOutcome, len(req.Findings))
+	out := make([]design.RecheckOutcome, len(req.Findings))
 	for i, f := range req.Findings {
 		j := groups[routes[i]+"\x00"+string(vps[i])]
 		if j.err != nil {
-			out[i] = engine.RecheckOutcome{FindingID: f.ID, Outcome: engine.Inconclusive, Reason: skipReason(j.err, j.attempts)}
+			out[i] = design.RecheckOutcome{FindingID: f.ID, Outcome: design.Inconclusive, Reason: skipReason(j.err, j.attempts)}
 			continue
 		}
 		set := fileTokens
@@ -473,7 +474,7 @@ func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engi
 
 // validate checks the base URL, routes and viewports of a request and
 // returns them canonical and deduplicated, in request order.
-func (e *Engine) validate(raw string, routes []string, vps []engine.Viewport) (*url.URL, []string, []engine.Viewport, error) {
+func (e *Engine) validate(raw string, routes []string, vps []design.Viewport) (*url.URL, []string, []design.Viewport, error) {
 	if raw == "" {
 		return nil, nil, nil, fault.New(fault.InvalidArgument, "url is required")
 	}
@@ -499,7 +500,7 @@ func (e *Engine) validate(raw string, routes []string, vps []engine.Viewport) (*
 	if len(vps) == 0 {
 		return nil, nil, nil, fault.New(fault.InvalidArgument, "at least one viewport is required")
 	}
-	var outV []engine.Viewport
+	var outV []design.Viewport
 	for _, v := range vps {
 		if _, _, ok := v.Size(); !ok {
 			return nil, nil, nil, fault.New(fault.InvalidArgument, "unknown viewport %q (want mobile, tablet or desktop)", clip(string(v)))

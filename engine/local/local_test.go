@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/bastion-mcp/bastion/capture"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
@@ -105,7 +106,7 @@ func TestReviewEndToEnd(t *testing.T) {
 		}
 		return seeded
 	}})
-	req := engine.Request{URL: base + "/", Routes: []string{"/", "/gone"}, Viewports: []engine.Viewport{engine.Mobile, engine.Desktop}}
+	req := engine.Request{URL: base + "/", Routes: []string{"/", "/gone"}, Viewports: []design.Viewport{design.Mobile, design.Desktop}}
 	res, err := eng.Review(context.Background(), req)
 	if err != nil {
 		t.Fatalf("Review: %v", err)
@@ -156,7 +157,7 @@ func TestReviewEndToEnd(t *testing.T) {
 	if !slices.Contains(cov.ChecksRun, "off_token_color") || !slices.Contains(cov.ChecksRun, "tap_target") || !slices.Contains(cov.ChecksRun, "type_scale") {
 		t.Errorf("checks run %v; want off_token_color, tap_target and type_scale among them", cov.ChecksRun)
 	}
-	if got := engine.GradeOf(2, res.Findings); res.Grade != got {
+	if got := design.GradeOf(2, res.Findings); res.Grade != got {
 		t.Errorf("grade %s, but the findings grade %s", res.Grade, got)
 	}
 
@@ -166,7 +167,7 @@ func TestReviewEndToEnd(t *testing.T) {
 		ev[e.ID] = e.Data
 	}
 	for _, f := range res.Findings {
-		if f.ID != engine.FindingID(f.Kind, f.Route, f.Selector) || f.Route != "/" || len(f.Viewports) == 0 {
+		if f.ID != design.FindingID(f.Kind, f.Route, f.Selector) || f.Route != "/" || len(f.Viewports) == 0 {
 			t.Errorf("finding %+v: bad id, route or viewports", f)
 		}
 		if f.EvidenceID != "" {
@@ -177,21 +178,21 @@ func TestReviewEndToEnd(t *testing.T) {
 	}
 	// The seeded defects: faint text at every viewport (merged into one
 	// finding), the wide banner on the phone only.
-	i := slices.IndexFunc(res.Findings, func(f engine.Finding) bool { return f.Kind == "contrast" && f.Selector == "#faint" })
+	i := slices.IndexFunc(res.Findings, func(f design.Finding) bool { return f.Kind == "contrast" && f.Selector == "#faint" })
 	if i < 0 {
 		t.Fatalf("no contrast finding on #faint; findings: %+v", res.Findings)
 	}
 	contrast := res.Findings[i]
-	if !reflect.DeepEqual(contrast.Viewports, req.Viewports) || contrast.EvidenceID == "" || contrast.Severity == engine.Nit {
+	if !reflect.DeepEqual(contrast.Viewports, req.Viewports) || contrast.EvidenceID == "" || contrast.Severity == design.Nit {
 		t.Errorf("contrast on #faint: %+v, want merged over %v with evidence", contrast, req.Viewports)
 	}
-	i = slices.IndexFunc(res.Findings, func(f engine.Finding) bool { return f.Kind == "viewport_overflow" && f.Selector == "#wide" })
+	i = slices.IndexFunc(res.Findings, func(f design.Finding) bool { return f.Kind == "viewport_overflow" && f.Selector == "#wide" })
 	if i < 0 {
 		t.Errorf("no viewport_overflow finding on #wide; findings: %+v", res.Findings)
-	} else if f := res.Findings[i]; !reflect.DeepEqual(f.Viewports, []engine.Viewport{engine.Mobile}) {
+	} else if f := res.Findings[i]; !reflect.DeepEqual(f.Viewports, []design.Viewport{design.Mobile}) {
 		t.Errorf("overflow on #wide seen at %v, want mobile only", f.Viewports)
 	}
-	if res.Grade != engine.NeedsWork && res.Grade != engine.Blocked {
+	if res.Grade != design.NeedsWork && res.Grade != design.Blocked {
 		t.Errorf("grade %s with a major contrast defect", res.Grade)
 	}
 
@@ -216,7 +217,7 @@ func TestReviewEndToEnd(t *testing.T) {
 
 	// Recheck the findings on the unchanged page; a finding on a route that
 	// no longer loads is inconclusive, never passed.
-	gone := engine.Finding{ID: "f_gone", Kind: "contrast", Route: "/gone", Selector: "#x", Viewports: []engine.Viewport{engine.Mobile}}
+	gone := design.Finding{ID: "f_gone", Kind: "contrast", Route: "/gone", Selector: "#x", Viewports: []design.Viewport{design.Mobile}}
 	outs, err := eng.Recheck(context.Background(), engine.RecheckRequest{URL: base + "/", Findings: append(slices.Clone(res.Findings), gone)})
 	if err != nil {
 		t.Fatalf("Recheck: %v", err)
@@ -225,21 +226,21 @@ func TestReviewEndToEnd(t *testing.T) {
 		t.Fatalf("recheck gave %d outcomes for %d findings", len(outs), len(res.Findings)+1)
 	}
 	for i, o := range outs[:len(res.Findings)] {
-		if o.FindingID != res.Findings[i].ID || o.Outcome == engine.Passed {
+		if o.FindingID != res.Findings[i].ID || o.Outcome == design.Passed {
 			t.Errorf("recheck of unchanged %s: %+v, want not passed", res.Findings[i].ID, o)
 		}
 	}
-	if last := outs[len(outs)-1]; last.FindingID != "f_gone" || last.Outcome != engine.Inconclusive || !strings.HasPrefix(last.Reason, string(fault.CaptureFailed)) {
+	if last := outs[len(outs)-1]; last.FindingID != "f_gone" || last.Outcome != design.Inconclusive || !strings.HasPrefix(last.Reason, string(fault.CaptureFailed)) {
 		t.Errorf("recheck of a finding on a 404 route: %+v, want inconclusive CAPTURE_FAILED", last)
 	}
 
 	// The agent fixes the colour: the contrast finding is measured gone.
 	fixed.Store(true)
-	outs, err = eng.Recheck(context.Background(), engine.RecheckRequest{URL: base + "/", Findings: []engine.Finding{contrast}})
+	outs, err = eng.Recheck(context.Background(), engine.RecheckRequest{URL: base + "/", Findings: []design.Finding{contrast}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(outs) != 1 || outs[0].Outcome != engine.Passed || outs[0].FindingID != contrast.ID {
+	if len(outs) != 1 || outs[0].Outcome != design.Passed || outs[0].FindingID != contrast.ID {
 		t.Errorf("recheck after the fix: %+v, want passed", outs)
 	}
 }
@@ -247,15 +248,15 @@ func TestReviewEndToEnd(t *testing.T) {
 func TestReviewNothingReviewedAndTokensOff(t *testing.T) {
 	t.Parallel()
 	eng, base := setup(t, map[string]func() string{"/plain": func() string { return `<!doctype html><title>x</title><p>No tokens here.</p>` }})
-	res, err := eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/missing"}, Viewports: []engine.Viewport{engine.Desktop}})
+	res, err := eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/missing"}, Viewports: []design.Viewport{design.Desktop}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Grade != engine.NothingReviewed || len(res.Coverage.RoutesReviewed) != 0 || len(res.Coverage.Skipped) != 1 {
+	if res.Grade != design.NothingReviewed || len(res.Coverage.RoutesReviewed) != 0 || len(res.Coverage.Skipped) != 1 {
 		t.Errorf("all routes failed: grade %s, reviewed %v, skipped %+v", res.Grade, res.Coverage.RoutesReviewed, res.Coverage.Skipped)
 	}
 
-	res, err = eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/plain"}, Viewports: []engine.Viewport{engine.Desktop}})
+	res, err = eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/plain"}, Viewports: []design.Viewport{design.Desktop}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestReviewNothingReviewedAndTokensOff(t *testing.T) {
 			t.Errorf("check %q is both off and run, or off without a reason", s.What)
 		}
 	}
-	if res.Grade == engine.NothingReviewed {
+	if res.Grade == design.NothingReviewed {
 		t.Error("a page that loaded was graded nothing_reviewed")
 	}
 }
@@ -279,7 +280,7 @@ func TestReviewRejectsBadRequests(t *testing.T) {
 	t.Parallel()
 	// Validation runs before any capture, so no browser is needed.
 	eng := local.New(nil, nil, localGuard(), local.Options{Logger: quiet})
-	ok := engine.Request{URL: "http://127.0.0.1:8080/", Routes: []string{"/"}, Viewports: []engine.Viewport{engine.Mobile}}
+	ok := engine.Request{URL: "http://127.0.0.1:8080/", Routes: []string{"/"}, Viewports: []design.Viewport{design.Mobile}}
 	cases := map[string]func(r *engine.Request){
 		"NoURL":             func(r *engine.Request) { r.URL = "" },
 		"NotHTTP":           func(r *engine.Request) { r.URL = "file:///etc/passwd" },
@@ -289,7 +290,7 @@ func TestReviewRejectsBadRequests(t *testing.T) {
 		"Backslash":         func(r *engine.Request) { r.Routes = []string{"/\\evil.example"} },
 		"Fragment":          func(r *engine.Request) { r.Routes = []string{"/a#b"} },
 		"ControlCharacter":  func(r *engine.Request) { r.Routes = []string{"/a\nb"} },
-		"UnknownViewport":   func(r *engine.Request) { r.Viewports = []engine.Viewport{"watch"} },
+		"UnknownViewport":   func(r *engine.Request) { r.Viewports = []design.Viewport{"watch"} },
 		"NoViewport":        func(r *engine.Request) { r.Viewports = nil },
 		"TooManyRoutes":     func(r *engine.Request) { r.Routes = slices.Repeat([]string{"/a"}, local.MaxRoutes+1) },
 		"TokensNotJSON":     func(r *engine.Request) { r.Tokens = []byte("{not json") },
@@ -328,14 +329,14 @@ func TestReviewNotesTruncatedMeasurement(t *testing.T) {
 		"/many": many,
 		"/few":  func() string { return `<!doctype html><title>few</title><p>Small page.</p>` },
 	})
-	res, err := eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/many", "/few"}, Viewports: []engine.Viewport{engine.Desktop}})
+	res, err := eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/many", "/few"}, Viewports: []design.Viewport{design.Desktop}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(res.Coverage.RoutesReviewed, "/many") || !slices.Contains(res.Coverage.RoutesReviewed, "/few") {
 		t.Fatalf("reviewed %v; want both routes", res.Coverage.RoutesReviewed)
 	}
-	var notes []engine.Skip
+	var notes []design.Skip
 	for _, s := range res.Coverage.Skipped {
 		if strings.Contains(s.Reason, "cap reached") {
 			notes = append(notes, s)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/checks/corpus"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/engine/local"
@@ -34,7 +35,7 @@ import (
 // injected each (a small HTML/CSS edit made while serving a copy) measure
 // recall.
 
-var realWorldViewports = []engine.Viewport{engine.Mobile, engine.Desktop}
+var realWorldViewports = []design.Viewport{design.Mobile, design.Desktop}
 
 // The goals of issue 12 §3, which the checks do not reach yet: the test
 // logs the gap to each. It fails below the floors, the figures measured when
@@ -107,11 +108,11 @@ type defect struct {
 	expect  []corpus.Label
 }
 
-func label(kind, sel string, vps ...engine.Viewport) corpus.Label {
+func label(kind, sel string, vps ...design.Viewport) corpus.Label {
 	return corpus.Label{Kind: kind, Selector: sel, Viewports: vps}
 }
 
-var both = []engine.Viewport{engine.Mobile, engine.Desktop}
+var both = []design.Viewport{design.Mobile, design.Desktop}
 
 var defects = []defect{
 	{"contrast", "python3.11-doc/html/library/json.html",
@@ -119,10 +120,10 @@ var defects = []defect{
 		[]corpus.Label{label("contrast", "#inj-contrast", both...)}},
 	{"overflow", "postgresql-doc-15/html/tutorial-join.html",
 		`<div id="inj-overflow" style="width:560px;height:48px;background:#2b6cb0;color:#ffffff">Summer sale: every plan half price</div>`,
-		[]corpus.Label{label("viewport_overflow", "#inj-overflow", engine.Mobile)}},
+		[]corpus.Label{label("viewport_overflow", "#inj-overflow", design.Mobile)}},
 	{"tap_target", "git-doc/git-commit.html",
 		`<p id="inj-pager"><a id="inj-prev" href="#prev" aria-label="Previous page" style="display:inline-block;width:18px;height:18px;background:#2b6cb0"></a><a id="inj-next" href="#next" aria-label="Next page" style="display:inline-block;width:18px;height:18px;margin-left:2px;background:#2b6cb0"></a></p>`,
-		[]corpus.Label{label("tap_target", "#inj-prev", engine.Mobile), label("tap_target", "#inj-next", engine.Mobile)}},
+		[]corpus.Label{label("tap_target", "#inj-prev", design.Mobile), label("tap_target", "#inj-next", design.Mobile)}},
 	{"unnamed_control", "rust-doc/html/std/fs/fn.read_to_string.html",
 		`<button id="inj-unnamed" type="button" style="width:40px;height:40px"><svg width="16" height="16" viewBox="0 0 16 16"><path d="M2 8h12" stroke="#000"/></svg></button>`,
 		[]corpus.Label{label("unnamed_control", "#inj-unnamed", both...)}},
@@ -203,10 +204,10 @@ func realWorldEngine(t *testing.T) *local.Engine {
 // reviewAll reviews each route at the real-world viewports and returns the
 // findings by route (without its leading "/"). A route that was not
 // reviewed at every viewport fails the test.
-func reviewAll(t *testing.T, eng *local.Engine, base string, routes []string) map[string][]engine.Finding {
+func reviewAll(t *testing.T, eng *local.Engine, base string, routes []string) map[string][]design.Finding {
 	t.Helper()
 	var mu sync.Mutex
-	got := map[string][]engine.Finding{}
+	got := map[string][]design.Finding{}
 	sem := make(chan struct{}, pagesInFlight)
 	var wg sync.WaitGroup
 	for _, route := range routes {
@@ -265,7 +266,7 @@ func TestRealWorld(t *testing.T) {
 	got := reviewAll(t, eng, base, routes)
 	// Each set is scored on its own routes only: Match counts every
 	// finding of an unlabelled route as false.
-	realGot, injGot := map[string][]engine.Finding{}, map[string][]engine.Finding{}
+	realGot, injGot := map[string][]design.Finding{}, map[string][]design.Finding{}
 	for route, fs := range got {
 		if strings.HasPrefix(route, "inject/") {
 			injGot[route] = fs

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/engine/local"
 )
@@ -56,7 +57,7 @@ func TestReviewRetriesOnce(t *testing.T) {
 			fmt.Fprint(w, plainPage)
 		}
 	}), local.Options{Logger: quiet})
-	res, err := eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/flaky", "/down", "/gone"}, Viewports: []engine.Viewport{engine.Mobile}})
+	res, err := eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/flaky", "/down", "/gone"}, Viewports: []design.Viewport{design.Mobile}})
 	if err != nil {
 		t.Fatalf("Review: %v", err)
 	}
@@ -100,11 +101,11 @@ func TestReviewTimeoutNamesTheSkip(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	}), local.Options{Logger: quiet, Timeout: 20 * time.Second})
-	res, err := eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/hang"}, Viewports: []engine.Viewport{engine.Desktop}})
+	res, err := eng.Review(context.Background(), engine.Request{URL: base + "/", Routes: []string{"/hang"}, Viewports: []design.Viewport{design.Desktop}})
 	if err != nil {
 		t.Fatalf("Review: %v; want a result naming the skip", err)
 	}
-	if len(res.Coverage.Skipped) != 1 || res.Grade != engine.NothingReviewed {
+	if len(res.Coverage.Skipped) != 1 || res.Grade != design.NothingReviewed {
 		t.Fatalf("skipped %+v, grade %s; want the one capture skipped", res.Coverage.Skipped, res.Grade)
 	}
 	if r := res.Coverage.Skipped[0].Reason; !strings.HasPrefix(r, "CAPTURE_FAILED: ") || !strings.Contains(r, "deadline") {

@@ -35,6 +35,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
 	"github.com/bastion-mcp/bastion/capture"
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
@@ -175,18 +176,18 @@ func NewPrincipal(t testing.TB, tenant, id string, scopes ...principal.Scope) pr
 // major finding (f_001, with evidence ev_001), an advisory minor one
 // (f_002), a nit (f_003) and an ungrounded blocker without a selector
 // (f_004). Each call returns a new value the caller may change.
-func SampleResult() *engine.Result {
-	return &engine.Result{
-		Grade: engine.NeedsWork,
-		Findings: []engine.Finding{
-			{ID: "f_001", Kind: "contrast", Severity: engine.Major, Route: "/", Selector: "#cta", Fix: "set color to #1a1a1a", EvidenceID: "ev_001",
-				Viewports: []engine.Viewport{engine.Mobile}, Facts: engine.Facts{"ratio": 2.9}},
-			{ID: "f_002", Kind: "hierarchy", Severity: engine.Minor, Route: "/", Selector: "h1", Fix: "consider a larger heading", Advisory: true},
-			{ID: "f_003", Kind: "spacing", Severity: engine.Nit, Route: "/", Selector: ".card", Fix: "use the 8px scale"},
-			{ID: "f_004", Kind: "overflow", Severity: engine.Blocker, Route: "/", Selector: "", Fix: "constrain the table"},
+func SampleResult() *design.Result {
+	return &design.Result{
+		Grade: design.NeedsWork,
+		Findings: []design.Finding{
+			{ID: "f_001", Kind: "contrast", Severity: design.Major, Route: "/", Selector: "#cta", Fix: "set color to #1a1a1a", EvidenceID: "ev_001",
+				Viewports: []design.Viewport{design.Mobile}, Facts: design.Facts{"ratio": 2.9}},
+			{ID: "f_002", Kind: "hierarchy", Severity: design.Minor, Route: "/", Selector: "h1", Fix: "consider a larger heading", Advisory: true},
+			{ID: "f_003", Kind: "spacing", Severity: design.Nit, Route: "/", Selector: ".card", Fix: "use the 8px scale"},
+			{ID: "f_004", Kind: "overflow", Severity: design.Blocker, Route: "/", Selector: "", Fix: "constrain the table"},
 		},
-		Evidence: []engine.Evidence{{ID: "ev_001", MIMEType: "image/png", Data: []byte("\x89PNG-crop")}},
-		Coverage: engine.Coverage{RoutesRequested: []string{"/"}, RoutesReviewed: []string{"/"}},
+		Evidence: []design.Evidence{{ID: "ev_001", MIMEType: "image/png", Data: []byte("\x89PNG-crop")}},
+		Coverage: design.Coverage{RoutesRequested: []string{"/"}, RoutesReviewed: []string{"/"}},
 	}
 }
 
@@ -202,12 +203,12 @@ type Engine struct {
 	Started chan string
 	// Result is what Review returns a shallow copy of; it must be set
 	// unless Err is.
-	Result *engine.Result
+	Result *design.Result
 	// Err, when non-nil, is what Review and Recheck return after the gate.
 	Err error
 	// Outs are Recheck's outcomes: those whose FindingID the request
 	// names, in the request's order.
-	Outs []engine.RecheckOutcome
+	Outs []design.RecheckOutcome
 
 	reviews atomic.Int32
 	last    atomic.Pointer[engine.RecheckRequest]
@@ -233,7 +234,7 @@ func (e *Engine) wait(ctx context.Context, what string) error {
 }
 
 // Review implements review.Engine.
-func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result, error) {
+func (e *Engine) Review(ctx context.Context, req engine.Request) (*design.Result, error) {
 	e.reviews.Add(1)
 	if err := e.wait(ctx, req.URL); err != nil {
 		return nil, err
@@ -246,7 +247,7 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*engine.Result
 }
 
 // Recheck implements review.Engine.
-func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engine.RecheckOutcome, error) {
+func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]design.RecheckOutcome, error) {
 	e.last.Store(&req)
 	if err := e.wait(ctx, req.URL); err != nil {
 		return nil, err
@@ -254,7 +255,7 @@ func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engi
 	if e.Err != nil {
 		return nil, e.Err
 	}
-	var out []engine.RecheckOutcome
+	var out []design.RecheckOutcome
 	for _, f := range req.Findings {
 		for _, o := range e.Outs {
 			if o.FindingID == f.ID {

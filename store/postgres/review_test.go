@@ -9,6 +9,7 @@ import (
 
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
@@ -44,27 +45,27 @@ func (g *gateEngine) wait(ctx context.Context, what string) error {
 	}
 }
 
-func (g *gateEngine) Review(ctx context.Context, req engine.Request) (*engine.Result, error) {
+func (g *gateEngine) Review(ctx context.Context, req engine.Request) (*design.Result, error) {
 	g.reviews.Add(1)
 	if err := g.wait(ctx, req.URL); err != nil {
 		return nil, err
 	}
-	return &engine.Result{
-		Grade: engine.NeedsWork,
-		Findings: []engine.Finding{{ID: "f_001", Kind: "contrast", Severity: engine.Major, Route: "/", Selector: "#cta",
-			Fix: "darken the text", EvidenceID: "ev_001", Viewports: []engine.Viewport{engine.Mobile}, Facts: engine.Facts{"ratio": 2.9}}},
-		Evidence: []engine.Evidence{{ID: "ev_001", MIMEType: "image/png", Data: []byte("\x89PNG-crop")}},
-		Coverage: engine.Coverage{RoutesRequested: []string{"/"}, RoutesReviewed: []string{"/"}},
+	return &design.Result{
+		Grade: design.NeedsWork,
+		Findings: []design.Finding{{ID: "f_001", Kind: "contrast", Severity: design.Major, Route: "/", Selector: "#cta",
+			Fix: "darken the text", EvidenceID: "ev_001", Viewports: []design.Viewport{design.Mobile}, Facts: design.Facts{"ratio": 2.9}}},
+		Evidence: []design.Evidence{{ID: "ev_001", MIMEType: "image/png", Data: []byte("\x89PNG-crop")}},
+		Coverage: design.Coverage{RoutesRequested: []string{"/"}, RoutesReviewed: []string{"/"}},
 	}, nil
 }
 
-func (g *gateEngine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]engine.RecheckOutcome, error) {
+func (g *gateEngine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]design.RecheckOutcome, error) {
 	if err := g.wait(ctx, req.URL); err != nil {
 		return nil, err
 	}
-	out := make([]engine.RecheckOutcome, len(req.Findings))
+	out := make([]design.RecheckOutcome, len(req.Findings))
 	for i, f := range req.Findings {
-		out[i] = engine.RecheckOutcome{FindingID: f.ID, Outcome: engine.Passed, Reason: "measured"}
+		out[i] = design.RecheckOutcome{FindingID: f.ID, Outcome: design.Passed, Reason: "measured"}
 	}
 	return out, nil
 }
@@ -207,7 +208,7 @@ func testReview(t *testing.T, c *cluster) {
 			t.Fatalf("recheck polled on a = %+v", j)
 		}
 		rg, err := a.Get(ctx, alice, &review.GetParams{JobID: rck.Job.JobID})
-		if err != nil || rg.Recheck == nil || len(rg.Recheck.Outcomes) != 1 || rg.Recheck.Outcomes[0].Outcome != engine.Passed {
+		if err != nil || rg.Recheck == nil || len(rg.Recheck.Outcomes) != 1 || rg.Recheck.Outcomes[0].Outcome != design.Passed {
 			t.Fatalf("recheck report on a = %+v, %v", rg, err)
 		}
 	})

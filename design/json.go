@@ -1,4 +1,4 @@
-package engine
+package design
 
 import (
 	"encoding/json"
