@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,6 +36,12 @@ import (
 // injected each (a small HTML/CSS edit made while serving a copy) measure
 // recall.
 
+// -realworld.only narrows TestRealWorld to the pages (and injected copies)
+// whose path contains it, for iterating on one site's findings; the
+// figures it prints then cover only those pages, and the floors are not
+// judged.
+var realWorldOnly = flag.String("realworld.only", "", "review only the real-world pages whose path contains this")
+
 var realWorldViewports = []design.Viewport{design.Mobile, design.Desktop}
 
 // The goals of issue 12 §3, which the checks do not reach yet: the test
@@ -49,8 +56,8 @@ const (
 	maxCleanPerPage    = 0.5 // unconfirmed findings per clean page
 
 	floorRealWorldPrecision = 0.12
-	floorInjectedPrecision  = 0.03
-	floorInjectedRecall     = 0.5
+	floorInjectedPrecision  = 0.45
+	floorInjectedRecall     = 0.8
 	floorMaxCleanPerPage    = 10.0
 )
 
@@ -158,7 +165,10 @@ func inject(page []byte, snippet string) []byte {
 }
 
 // realWorldHandler serves root, and /inject/NAME/PATH as PATH with defect
-// NAME injected into a copy made per request.
+// NAME injected into a copy made per request when PATH is the defect's
+// host page. Everything else under /inject/NAME/ (the page's stylesheets,
+// scripts and images, which it names relative to itself) is served as it
+// is, so the injected copy renders exactly as its host does.
 func realWorldHandler(root string) http.Handler {
 	files := http.FileServer(http.Dir(root))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -169,8 +179,18 @@ func realWorldHandler(root string) http.Handler {
 		}
 		name, file, _ := strings.Cut(rest, "/")
 		i := slices.IndexFunc(defects, func(d defect) bool { return d.name == name })
+		if i < 0 {
+			http.NotFound(w, r)
+			return
+		}
+		if file != defects[i].host {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = "/" + file
+			files.ServeHTTP(w, r2)
+			return
+		}
 		page, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
-		if i < 0 || err != nil {
+		if err != nil {
 			http.NotFound(w, r)
 			return
 		}
@@ -242,6 +262,16 @@ func TestRealWorld(t *testing.T) {
 	}
 	t.Parallel()
 	set := loadRealWorld(t)
+	defects := defects
+	judge := judgeFigure
+	if *realWorldOnly != "" {
+		only := func(path string) bool { return strings.Contains(path, *realWorldOnly) }
+		set.Pages = slices.DeleteFunc(set.Pages, func(p corpus.Page) bool { return !only(p.File) })
+		defects = slices.DeleteFunc(slices.Clone(defects), func(d defect) bool { return !only(d.host) })
+		judge = func(t *testing.T, name string, got, goal, _ float64, _ bool) {
+			t.Logf("%s %.3f over the pages matching -realworld.only=%q (the goal is %.2f; floors not judged)", name, got, *realWorldOnly, goal)
+		}
+	}
 	eng := realWorldEngine(t)
 	srv := httptest.NewServer(realWorldHandler(set.Root))
 	t.Cleanup(srv.Close)
@@ -283,7 +313,7 @@ func TestRealWorld(t *testing.T) {
 	for _, s := range rep.Kinds {
 		tp, fp = tp+s.TP, fp+s.FP
 	}
-	judgeFigure(t, "real pages: precision", ratio(tp, tp+fp), realWorldPrecision, floorRealWorldPrecision, true)
+	judge(t, "real pages: precision", ratio(tp, tp+fp), realWorldPrecision, floorRealWorldPrecision, true)
 	clean := 0
 	for _, p := range set.Pages {
 		if p.Clean {
@@ -291,7 +321,7 @@ func TestRealWorld(t *testing.T) {
 		}
 	}
 	t.Logf("clean real pages: %d unconfirmed findings on %d pages", len(rep.CleanHits), clean)
-	judgeFigure(t, "clean real pages: unconfirmed findings a page", float64(len(rep.CleanHits))/float64(max(clean, 1)), maxCleanPerPage, floorMaxCleanPerPage, false)
+	judge(t, "clean real pages: unconfirmed findings a page", float64(len(rep.CleanHits))/float64(max(clean, 1)), maxCleanPerPage, floorMaxCleanPerPage, false)
 
 	irep := injected.Match(injGot, realWorldViewports, local.CheckKinds())
 	t.Logf("injected defects: per-kind precision and recall over %d copies:\n%s", len(defects), irep.Table())
@@ -300,8 +330,8 @@ func TestRealWorld(t *testing.T) {
 	for _, s := range irep.Kinds {
 		tp, fp, fn = tp+s.TP, fp+s.FP, fn+s.FN
 	}
-	judgeFigure(t, "injected defects: precision", ratio(tp, tp+fp), injectedPrecision, floorInjectedPrecision, true)
-	judgeFigure(t, "injected defects: recall", ratio(tp, tp+fn), injectedRecall, floorInjectedRecall, true)
+	judge(t, "injected defects: precision", ratio(tp, tp+fp), injectedPrecision, floorInjectedPrecision, true)
+	judge(t, "injected defects: recall", ratio(tp, tp+fn), injectedRecall, floorInjectedRecall, true)
 }
 
 // TestInject: the snippet lands after the first h1, else after <body>.
