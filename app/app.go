@@ -306,7 +306,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fault.Wrap(err, fault.Unavailable, "no browser found: install chromium (make deps) or set BASTION_CHROME")
 	}
 	eng := local.New(a.pool, a.proxy, b.Guard, local.Options{Logger: cfg.Logger})
-	auth := Authorizer{Guard: b.Guard, Targets: b.Targets, AllowPrivate: cfg.AllowPrivate}
+	auth := review.TargetPolicy{Guard: b.Guard, Targets: b.Targets, AllowPrivate: cfg.AllowPrivate}
 	deps := review.Deps{Store: b.Store, Engine: eng, Authorizer: auth, Logger: cfg.Logger}
 	if b.PG != nil {
 		a.Service, err = review.New(deps, riverpgxv5.New(b.PG.Pool()), cfg.Review)

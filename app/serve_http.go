@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bastion-mcp/bastion/review"
 	"log/slog"
 	"net"
 	"net/http"
@@ -204,7 +205,7 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 	if restAuth == nil {
 		restAuth = injectPrincipal(sc.DevPrincipal)
 	}
-	api := rest.NewHandler(a.Service, rest.NewScopedTargets(a.Targets), rest.Options{MetadataURL: auth.MetadataURL(sc.Resource), Logger: a.Log})
+	api := rest.NewHandler(a.Service, review.NewTargets(a.Targets), rest.Options{MetadataURL: auth.MetadataURL(sc.Resource), Logger: a.Log})
 	mux := http.NewServeMux()
 	mux.Handle(rest.Prefix+"/", checkHost(sc.AllowedHosts, refuseForwarded(sc.TrustedProxy, restAuth(api))))
 	mux.Handle("/", e)

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bastion-mcp/bastion/app"
 	"github.com/bastion-mcp/bastion/auth"
 	"github.com/bastion-mcp/bastion/auth/authtest"
 	"github.com/bastion-mcp/bastion/design"
@@ -103,12 +102,12 @@ func newEnv(t testing.TB, o envOpts) *env {
 				"preview.example.com":  {netip.MustParseAddr("93.184.216.34")},
 				"internal.example.com": {netip.MustParseAddr("10.0.0.7")},
 			})
-			return app.Authorizer{Guard: guard, Targets: reg}
+			return review.TargetPolicy{Guard: guard, Targets: reg}
 		}})
 	pats := &authtest.MemPATStore{}
 	var tg rest.Targets
 	if !o.noTg {
-		tg = rest.NewScopedTargets(reg)
+		tg = review.NewTargets(reg)
 	}
 	handler := auth.Middleware(auth.PATVerifier(pats, nil), metadataURL)(
 		rest.NewHandler(h.Service, tg, rest.Options{MetadataURL: metadataURL, Now: clock.Now}))

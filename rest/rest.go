@@ -6,9 +6,8 @@
 // Invariants:
 //   - The handler holds no store handle and decides no authorization. Review
 //     routes pass the caller's Principal to Service, which checks tenant,
-//     ownership and scope; target routes pass it to Targets (see
-//     ScopedTargets, the one place target scopes are checked, because
-//     targets.Registry knows tenants but not principals).
+//     ownership and scope; target routes pass it to Targets
+//     (review.Targets, the one place target scopes are checked).
 //   - The Principal comes only from the request context, put there by
 //     auth.Middleware; no header (X-Forwarded-User, X-Tenant-Id, a second
 //     Authorization…) is ever read for identity. A request without one is
@@ -59,7 +58,7 @@ type Service interface {
 
 // Targets is a principal-scoped view of the verified-targets registry: each
 // method authorizes p (tenant and scope) before acting, as Service does for
-// reviews. ScopedTargets adapts a *targets.Registry.
+// reviews. *review.Targets implements it.
 type Targets interface {
 	Add(ctx context.Context, p principal.Principal, host string) (targets.Challenge, error)
 	Verify(ctx context.Context, p principal.Principal, host string) (targets.Target, error)

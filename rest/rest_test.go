@@ -521,7 +521,7 @@ func BenchmarkGetStatus(b *testing.B) {
 }
 
 // TestStepUpNamesTheScopeTheServiceChecks holds the route table's scopes to
-// what the Service and ScopedTargets actually require: a token with every
+// what review.Service and review.Targets actually require: a token with every
 // scope but a route's own is refused with a challenge naming exactly that
 // scope, and a token with only that scope gets past authorization.
 func TestStepUpNamesTheScopeTheServiceChecks(t *testing.T) {

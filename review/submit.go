@@ -18,17 +18,6 @@ const (
 	msgPanelFailed   = "the panel action could not be routed"
 )
 
-// authorize checks that p is authenticated and holds scope.
-func authorize(p principal.Principal, scope principal.Scope, doing string) error {
-	if !p.IsValid() {
-		return fault.New(fault.AuthRequired, "authentication is required")
-	}
-	if !p.Has(scope) {
-		return fault.New(fault.InsufficientScope, "%s requires %s", doing, scope)
-	}
-	return nil
-}
-
 // Submit queues a design review of a preview and returns at once; poll Get
 // with the job id. A retry with the same client_request_id and the same
 // normalized request returns the original job with reused set and costs

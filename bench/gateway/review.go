@@ -55,7 +55,7 @@ func reviewTarget(ctx context.Context, workDir string, p principal.Principal, ve
 		os.RemoveAll(dir)
 		return target{}, err
 	}
-	auth := app.Authorizer{Guard: b.Guard, Targets: b.Targets, AllowPrivate: true}
+	auth := review.TargetPolicy{Guard: b.Guard, Targets: b.Targets, AllowPrivate: true}
 	svc, err := review.New(review.Deps{Store: b.Store, Engine: noCaptures{}, Authorizer: auth}, riversqlite.New(b.DB.SQL()), review.Options{})
 	if err != nil {
 		return fail(err)

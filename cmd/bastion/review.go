@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bastion-mcp/bastion/app"
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress"
@@ -104,7 +103,7 @@ func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f r
 	guard := egress.NewGuard(policy, nil)
 	target, err := guard.Check(ctx, rawURL)
 	if err != nil {
-		if hint := app.PrivateTargetHint(rawURL); hint != nil && !f.allowPrivate {
+		if hint := review.PrivateTargetHint(rawURL); hint != nil && !f.allowPrivate {
 			return hint
 		}
 		return err

@@ -1,4 +1,4 @@
-package app
+package review
 
 import (
 	"context"
@@ -8,10 +8,29 @@ import (
 
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/targets"
 )
 
-// Authorizer is review.Service's target check: the egress guard's target
+// Who may review what is decided here and nowhere else: authorize is the
+// principal's scope check every Service and Targets method starts with, and
+// TargetPolicy is the target check (the egress guard's policy, the tenant's
+// verified hosts and the private-development rule) every submission and
+// recheck passes. Adapters (MCP, REST, the gateway's in-process path, the
+// CLI) call these; none decides a scope or a target itself.
+
+// authorize checks that p is authenticated and holds scope.
+func authorize(p principal.Principal, scope principal.Scope, doing string) error {
+	if !p.IsValid() {
+		return fault.New(fault.AuthRequired, "authentication is required")
+	}
+	if !p.Has(scope) {
+		return fault.New(fault.InsufficientScope, "%s requires %s", doing, scope)
+	}
+	return nil
+}
+
+// TargetPolicy is the production Authorizer: the egress guard's target
 // policy (canonical URL, no IP literal, scheme, port, every resolved address
 // classified) plus the tenant's verified-host registry, checked before any
 // DNS lookup.
@@ -22,7 +41,7 @@ import (
 // port, IP literals included; a public host still needs https, a standard
 // port and a verified host, and metadata endpoints and bastion's own
 // listeners stay refused (the guard's rules).
-type Authorizer struct {
+type TargetPolicy struct {
 	Guard   *egress.Guard
 	Targets *targets.Registry
 	// AllowPrivate also admits, without an ownership proof, a target whose
@@ -31,8 +50,8 @@ type Authorizer struct {
 	AllowPrivate bool
 }
 
-// AuthorizeTarget implements review.Authorizer.
-func (a Authorizer) AuthorizeTarget(ctx context.Context, tenant, rawURL string) (string, string, error) {
+// AuthorizeTarget implements Authorizer.
+func (a TargetPolicy) AuthorizeTarget(ctx context.Context, tenant, rawURL string) (string, string, error) {
 	t, err := a.Guard.CheckTarget(ctx, rawURL, a.Targets.Verifier(tenant))
 	if err == nil {
 		return t.URL.String(), t.Host, nil
