@@ -32,10 +32,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
 	"github.com/bastion-mcp/bastion/auth"
-	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/egress"
-	"github.com/bastion-mcp/bastion/egress/browserproxy"
-	"github.com/bastion-mcp/bastion/engine/local"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/review"
 	"github.com/bastion-mcp/bastion/store"
@@ -265,8 +262,7 @@ type App struct {
 	*Base
 	Service *review.Service
 
-	proxy   *browserproxy.Proxy
-	pool    *capture.Pool
+	engine  *Engine
 	started bool
 }
 
@@ -285,27 +281,14 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 			a.closeParts()
 		}
 	}()
-	// RequireAuth: the shared listener serves only capture sessions, so
-	// Chromium's own background traffic gets 407 and has no way out.
-	// PrivateTLS: under AllowPrivate a development server's own https
-	// certificate is accepted for loopback and private addresses only; the
-	// browser trusts the proxy's one in-memory key for them.
-	a.proxy, err = browserproxy.New(b.Guard, browserproxy.Options{AllowHTTP: cfg.AllowPrivate, PrivateTLS: cfg.AllowPrivate, RequireAuth: true, Logger: cfg.Logger})
-	if err != nil {
-		return nil, fault.Wrap(err, fault.Unavailable, "the egress proxy could not start")
-	}
-	copts := capture.Options{Chrome: cfg.Chrome, ProxyAddr: a.proxy.Addr(), Logger: cfg.Logger}
+	ecfg := EngineConfig{Guard: b.Guard, AllowPrivate: cfg.AllowPrivate, Chrome: cfg.Chrome, Logger: cfg.Logger}
 	if cfg.Demo != nil {
-		copts.IgnoreCertErrorsSPKIList = []string{cfg.Demo.SPKI}
+		ecfg.TrustSPKI = []string{cfg.Demo.SPKI}
 	}
-	if spki := a.proxy.PrivateTLSSPKI(); spki != "" {
-		copts.IgnoreCertErrorsSPKIList = append(copts.IgnoreCertErrorsSPKIList, spki)
+	if a.engine, err = OpenEngine(ctx, ecfg); err != nil {
+		return nil, err
 	}
-	a.pool, err = capture.NewPool(context.WithoutCancel(ctx), copts)
-	if err != nil {
-		return nil, fault.Wrap(err, fault.Unavailable, "no browser found: install chromium (make deps) or set BASTION_CHROME")
-	}
-	eng := local.New(a.pool, a.proxy, b.Guard, local.Options{Logger: cfg.Logger})
+	eng := a.engine
 	auth := review.TargetPolicy{Guard: b.Guard, Targets: b.Targets, AllowPrivate: cfg.AllowPrivate}
 	deps := review.Deps{Store: b.Store, Engine: eng, Authorizer: auth, Logger: cfg.Logger}
 	if b.PG != nil {
@@ -345,11 +328,8 @@ func (a *App) Close(ctx context.Context) error {
 
 func (a *App) closeParts() error {
 	var errs []error
-	if a.pool != nil {
-		errs = append(errs, a.pool.Close())
-	}
-	if a.proxy != nil {
-		errs = append(errs, a.proxy.Close())
+	if a.engine != nil {
+		errs = append(errs, a.engine.Close())
 	}
 	errs = append(errs, a.Base.Close())
 	return errors.Join(errs...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/netip"
 	"testing"
-
 )
 
 func TestOpenBaseDemo(t *testing.T) {

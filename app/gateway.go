@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/reviewmcp"
 	"log/slog"
 	"maps"
 	"net"
@@ -256,4 +259,39 @@ func (g *Gateway) Close(ctx context.Context) error {
 		errs = append(errs, g.review.Close(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// ReviewToolLister serves the design-review server's tool definitions in
+// this process with no store, browser or job workers behind them, for
+// commands that only list or pin tools (`bastion pin`). Every tool call it
+// is asked for fails with UNAVAILABLE.
+func ReviewToolLister(ctx context.Context) (mcp.Transport, error) {
+	return upstream.ServeInProcess(ctx, reviewmcp.NewServer(listOnly{}, reviewmcp.Options{}))
+}
+
+// listOnly is the review service of ReviewToolLister: it serves nothing.
+type listOnly struct{}
+
+func (listOnly) refuse() error {
+	return fault.New(fault.Unavailable, "this server only lists the design-review tools; run bastion stdio or serve to call them")
+}
+
+func (l listOnly) Submit(context.Context, principal.Principal, *review.SubmitParams) (*review.SubmitResult, error) {
+	return nil, l.refuse()
+}
+
+func (l listOnly) Get(context.Context, principal.Principal, *review.GetParams) (*review.GetResult, error) {
+	return nil, l.refuse()
+}
+
+func (l listOnly) Recheck(context.Context, principal.Principal, *review.RecheckParams) (*review.RecheckResult, error) {
+	return nil, l.refuse()
+}
+
+func (l listOnly) Cancel(context.Context, principal.Principal, *review.CancelParams) (*review.CancelResult, error) {
+	return nil, l.refuse()
+}
+
+func (l listOnly) PanelAction(context.Context, principal.Principal, *review.PanelActionParams) (*review.PanelActionResult, error) {
+	return nil, l.refuse()
 }

@@ -215,10 +215,10 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 // browserReady reports whether a browser runs, launching one if none does
 // (the pool relaunches lazily after a crash).
 func (a *App) browserReady(ctx context.Context) error {
-	if a.pool.BrowserPID() != 0 {
+	if a.engine.pool.BrowserPID() != 0 {
 		return nil
 	}
-	return a.pool.Warm(ctx)
+	return a.engine.pool.Warm(ctx)
 }
 
 // authenticator returns the request authenticator sc asks for, or nil for
@@ -414,7 +414,7 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 	// no launch is in flight when a SIGTERM closes the pool (capture.Pool's
 	// Close waits for a launch to unwind, which can take long under load).
 	// Connections made meanwhile wait in the listener's backlog.
-	if err := a.pool.Warm(ctx); err != nil && ctx.Err() == nil {
+	if err := a.engine.pool.Warm(ctx); err != nil && ctx.Err() == nil {
 		a.Log.Warn("bastion serve: the browser did not start; /readyz reports it", "err", err)
 	}
 	return a.serve(ctx, sc, h, ln, aln, noWorkers, stop)

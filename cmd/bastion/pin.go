@@ -20,14 +20,12 @@ import (
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/gateway/pin"
-	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
 type pinFlags struct {
 	config  string
 	file    string
-	dataDir string
 	timeout time.Duration
 }
 
@@ -61,7 +59,6 @@ now. Pins live in [pins] file (default pins.json beside the audit directory).`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.config, "config", "bastion.toml", "gateway configuration file")
 	pf.StringVar(&f.file, "file", "", "pins file (overrides [pins] file)")
-	pf.StringVar(&f.dataDir, "data-dir", "", "data directory of the in-process review server (kind = \"review\")")
 	pf.DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for each upstream")
 	cmd.AddCommand(newPinListCmd(&f), newPinApproveCmd(&f))
 	return cmd
@@ -272,14 +269,8 @@ func liveTools(ctx context.Context, cfg *config.File, srv string, f *pinFlags, l
 	defer cancel()
 	inProcess := map[string]func(context.Context) (mcp.Transport, error){}
 	if cfg.Servers[srv].Kind == config.KindReview {
-		a, err := app.Open(ctx, app.Config{DataDir: f.dataDir, Logger: log})
-		if err != nil {
-			return nil, err
-		}
-		defer a.Close(context.WithoutCancel(ctx))
-		inProcess[srv] = func(ctx context.Context) (mcp.Transport, error) {
-			return upstream.ServeInProcess(ctx, a.MCPServer(principal.Local()))
-		}
+		// Listing needs the tools' definitions only: no store, no browser.
+		inProcess[srv] = app.ReviewToolLister
 	}
 	guard := egress.NewGuard(egress.Policy{Logger: log}, net.DefaultResolver)
 	conn, err := loop.StandardDialer(cfg, upstream.Deps{Logger: log, Guard: guard}, inProcess)(ctx, srv, nil)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/bastion-mcp/bastion/app"
 	"io"
 	"log/slog"
 	"os"
@@ -11,10 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress"
-	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/engine/local"
 	"github.com/bastion-mcp/bastion/fault"
@@ -125,23 +124,6 @@ func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f r
 		}
 	}
 
-	// RequireAuth: the shared listener serves only capture sessions, so
-	// Chromium's own background traffic has no way out.
-	proxy, err := browserproxy.New(guard, browserproxy.Options{AllowHTTP: f.allowPrivate, PrivateTLS: f.allowPrivate, RequireAuth: true, Logger: logger})
-	if err != nil {
-		return fault.Wrap(err, fault.Unavailable, "the egress proxy could not start")
-	}
-	defer proxy.Close()
-	copts := capture.Options{ProxyAddr: proxy.Addr(), Logger: logger}
-	if spki := proxy.PrivateTLSSPKI(); spki != "" {
-		copts.IgnoreCertErrorsSPKIList = []string{spki} // for loopback and private https only: see browserproxy
-	}
-	pool, err := capture.NewPool(ctx, copts)
-	if err != nil {
-		return fault.Wrap(err, fault.Unavailable, "no browser: install chromium or set BASTION_CHROME")
-	}
-	defer pool.Close()
-
 	fmt.Fprintf(stderr, "reviewing %s: %d route(s) × %d viewport(s)\n", req.URL, len(req.Routes), len(req.Viewports))
 	start := time.Now()
 	progress := func(route string, vp design.Viewport, took time.Duration, err error) {
@@ -151,7 +133,12 @@ func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f r
 		}
 		fmt.Fprintf(stderr, "  captured %s @ %s in %.2fs\n", route, vp, took.Seconds())
 	}
-	eng := local.New(pool, proxy, guard, local.Options{Logger: logger, Progress: progress, Timeout: f.timeout})
+	eng, err := app.OpenEngine(ctx, app.EngineConfig{Guard: guard, AllowPrivate: f.allowPrivate, Logger: logger,
+		Engine: local.Options{Progress: progress, Timeout: f.timeout}})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
 	res, err := eng.Review(ctx, req)
 	if err != nil {
 		return err
