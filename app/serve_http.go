@@ -463,36 +463,20 @@ func (a *App) serve(ctx context.Context, sc ServeConfig, h *HTTP, ln, aln net.Li
 	// The edge and the admin listener are never a review target, even
 	// under --allow-private where every other loopback port is.
 	defer a.Guard.ExcludeListener(ln.Addr())()
-	srv := edge.NewServer(sc.Addr, h.Handler, sc.Timeouts)
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
-	var admin *http.Server
 	adminAddr := ""
 	if aln != nil {
 		adminAddr = aln.Addr().String()
 		defer a.Guard.ExcludeListener(aln.Addr())()
-		admin = edge.NewServer(sc.AdminAddr, h.Admin, sc.Timeouts)
-		go func() { errc <- admin.Serve(aln) }()
 	}
 	mcpURL := fmt.Sprintf("http://%s%s", ln.Addr(), sc.Path)
 	a.Log.Info("bastion serve: listening", "mcp", mcpURL, "admin", adminAddr, "postgres", a.PG != nil, "workers", !noWorkers)
 	if sc.Listening != nil {
 		sc.Listening(mcpURL, adminAddr)
 	}
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errc:
-		serveErr = fault.Wrap(serveErr, fault.Unavailable, "the listener failed")
-	}
-	a.Log.Info("bastion serve: draining")
-	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sc.DrainTimeout)
-	defer cancel()
-	drainErr := edge.Drain(drainCtx, srv, h.Edge)
-	if admin != nil {
-		admin.Close()
-	}
-	return errors.Join(serveErr, drainErr, stop())
+	err := Serve(ctx, Listeners{Edge: h.Edge, Handler: h.Handler, Listener: ln, Admin: h.Admin, AdminListener: aln,
+		Timeouts: sc.Timeouts, DrainTimeout: sc.DrainTimeout})
+	a.Log.Info("bastion serve: stopped")
+	return errors.Join(err, stop())
 }
 
 // listen binds the MCP listener and, unless disabled, the admin listener.

@@ -2,14 +2,14 @@
 # Runs the official MCP conformance server suite against bastion's edge.
 #
 #   scripts/conformance.sh URL                 test an MCP server already listening at URL
-#   scripts/conformance.sh --fixture           build bastion, serve the conformance fixture
+#   scripts/conformance.sh --fixture           build internal/cmd/conformance-fixture, serve the fixture
 #                                              through the edge on loopback, and test it
 #   scripts/conformance.sh --generic           same, but a server with only generic capabilities
 #   scripts/conformance.sh --serve             build bastion, run `bastion serve` (the real design-review
 #                                              server, Chromium needed) on loopback, and test it
 #   scripts/conformance.sh --gateway           build bastion, run `bastion serve --gateway` (Chromium needed)
 #                                              with the fixture as its one upstream, over Streamable HTTP
-#                                              on loopback (`bastion conformance-fixture`, unprefixed,
+#                                              on loopback (internal/cmd/conformance-fixture, unprefixed,
 #                                              every tool allowed, pins and inspection in warn mode), and
 #                                              test it: protocol transparency of the governing gateway.
 #                                              An HTTP upstream gets a session per protocol revision, as
@@ -62,7 +62,8 @@ trap cleanup EXIT
 # $WORK/bastion.toml: unprefixed, every tool allowed, pins and inspection in
 # warn mode.
 gateway_config() {
-  "$WORK/bastion" conformance-fixture --addr 127.0.0.1:0 >"$WORK/upstream-url" 2>"$WORK/upstream.log" &
+  (cd "$ROOT" && go build -o "$WORK/conformance-fixture" ./internal/cmd/conformance-fixture)
+  "$WORK/conformance-fixture" --addr 127.0.0.1:0 >"$WORK/upstream-url" 2>"$WORK/upstream.log" &
   UPSTREAM_PID=$!
   for _ in $(seq 1 100); do [ -s "$WORK/upstream-url" ] && break; sleep 0.1; done
   UPSTREAM="$(head -n1 "$WORK/upstream-url")"
@@ -94,9 +95,9 @@ TOML
 
 case "$1" in
   --fixture|--generic)
-    (cd "$ROOT" && go build -o "$WORK/bastion" ./cmd/bastion)
+    (cd "$ROOT" && go build -o "$WORK/conformance-fixture" ./internal/cmd/conformance-fixture)
     flag=""; [ "$1" = --generic ] && flag="--generic"
-    "$WORK/bastion" conformance-fixture --addr 127.0.0.1:0 $flag >"$WORK/url" 2>"$WORK/server.log" &
+    "$WORK/conformance-fixture" --addr 127.0.0.1:0 $flag >"$WORK/url" 2>"$WORK/server.log" &
     SERVER_PID=$!
     for _ in $(seq 1 100); do [ -s "$WORK/url" ] && break; sleep 0.1; done
     URL="$(head -n1 "$WORK/url")"

@@ -6,10 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -110,24 +108,14 @@ func runGateway(ctx context.Context, f gatewayFlags, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	srv := edge.NewServer(f.addr, e, edge.Timeouts{})
 	fmt.Fprintf(stdout, "http://%s%s\n", ln.Addr(), edge.DefaultPath)
 	log.Info("bastion gateway: serving", "addr", ln.Addr().String(), "servers", len(cfg.Servers), "audit", g.Paths.AuditDir)
-	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
+	l := app.Listeners{Edge: e, Listener: ln}
 	if f.adminAddr != "" {
-		admin := edge.NewServer(f.adminAddr, e.AdminHandler(), edge.Timeouts{})
-		go func() { errc <- admin.ListenAndServe() }()
-		defer admin.Close()
-	}
-	select {
-	case err := <-errc:
-		if err != http.ErrServerClosed {
+		if l.AdminListener, err = net.Listen("tcp", f.adminAddr); err != nil {
+			ln.Close()
 			return err
 		}
-	case <-ctx.Done():
 	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	return edge.Drain(dctx, srv, e)
+	return app.Serve(ctx, l)
 }

@@ -25,7 +25,6 @@ func newRootCmd() *cobra.Command {
 		newAuditCmd(),
 		newReviewCmd(),
 		newValidateCmd(),
-		newConformanceFixtureCmd(),
 		newStdioCmd(),
 		newServeCmd(),
 		newTokenCmd(),

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bastion-mcp/bastion/edge"
-	"github.com/bastion-mcp/bastion/mcpfixture"
+	"github.com/bastion-mcp/bastion/internal/mcpfixture"
 )
 
 // TestConformanceThroughGateway serves the conformance fixture as an

@@ -18,7 +18,7 @@ import (
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/loop"
-	"github.com/bastion-mcp/bastion/mcpfixture"
+	"github.com/bastion-mcp/bastion/internal/mcpfixture"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
