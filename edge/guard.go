@@ -80,7 +80,10 @@ func parseHost(s string, entry bool) (hostPort, bool) {
 			return hostPort{}, false
 		}
 		port, ok := parsePort(after)
-		return hostPort{a.Unmap().String(), port}, ok
+		if !ok {
+			return hostPort{}, false
+		}
+		return hostPort{a.Unmap().String(), port}, true
 	}
 	if entry && strings.Count(s, ":") > 1 {
 		a, err := netip.ParseAddr(s)
@@ -101,7 +104,10 @@ func parseHost(s string, entry bool) (hostPort, bool) {
 		return hostPort{a.String(), port}, true // IPv4: a colon would have split it
 	}
 	name, ok := dnsName(name)
-	return hostPort{name, port}, ok
+	if !ok {
+		return hostPort{}, false
+	}
+	return hostPort{name, port}, true
 }
 
 // parsePort parses "" or ":" followed by a port in 1..65535.
