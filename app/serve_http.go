@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
-	"strings"
 	"syscall"
 	"time"
 
@@ -207,7 +205,9 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 	}
 	api := rest.NewHandler(a.Service, review.NewTargets(a.Targets), rest.Options{MetadataURL: auth.MetadataURL(sc.Resource), Logger: a.Log})
 	mux := http.NewServeMux()
-	mux.Handle(rest.Prefix+"/", checkHost(sc.AllowedHosts, refuseForwarded(sc.TrustedProxy, restAuth(api))))
+	// The edge's Guard (forwarding headers, Host, Origin) wraps REST as it
+	// wraps MCP: one answer to DNS rebinding on both paths.
+	mux.Handle(rest.Prefix+"/", e.Guard(restAuth(api)))
 	mux.Handle("/", e)
 	return &HTTP{Edge: e, Handler: mux, Admin: e.AdminHandler()}, nil
 }
@@ -225,7 +225,7 @@ func (a *App) browserReady(ctx context.Context) error {
 // the unauthenticated loopback edge (UnsafeNoAuth).
 func (a *App) authenticator(sc ServeConfig) (func(http.Handler) http.Handler, error) {
 	if sc.UnsafeNoAuth {
-		if !isLoopbackBind(sc.Addr) {
+		if edge.CheckBind(sc.Addr, false) != nil {
 			return nil, fault.New(fault.InvalidArgument, "serving without authentication is allowed on a loopback address only")
 		}
 		if !sc.DevPrincipal.IsValid() {
@@ -303,64 +303,6 @@ func injectPrincipal(p principal.Principal) func(http.Handler) http.Handler {
 	}
 }
 
-// checkHost answers 403 to a request whose Host is not allowed, with the
-// edge's rule (DNS-rebinding protection for the REST API too): an entry
-// without a port matches any port; none means loopback names only.
-func checkHost(allowed []string, next http.Handler) http.Handler {
-	if len(allowed) == 0 {
-		allowed = []string{"localhost", "127.0.0.1", "[::1]"}
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := strings.ToLower(r.Host)
-		name := host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			name = h
-			if strings.Contains(h, ":") {
-				name = "[" + h + "]"
-			}
-		}
-		for _, a := range allowed {
-			if a = strings.ToLower(a); a == host || a == name {
-				next.ServeHTTP(w, r)
-				return
-			}
-		}
-		http.Error(w, `{"error":"forbidden"}`, http.StatusForbidden)
-	})
-}
-
-// refuseForwarded answers 403 to a request carrying forwarding headers when
-// no trusted proxy sets them, as the edge does for MCP: a client must not
-// be able to claim where it came from.
-func refuseForwarded(trusted bool, next http.Handler) http.Handler {
-	if trusted {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for k := range r.Header {
-			if k == "Forwarded" || strings.HasPrefix(k, "X-Forwarded-") {
-				http.Error(w, `{"error":"forbidden"}`, http.StatusForbidden)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// isLoopbackBind reports whether addr names a loopback host ("localhost"
-// included); an empty host binds every interface and is not loopback.
-func isLoopbackBind(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
-}
-
 // RunServe is `bastion serve`: it checks sc, binds both listeners (so a
 // port in use fails before anything is opened or any token minted), opens
 // the composition in cfg, starts the job workers (unless noWorkers), serves
@@ -397,7 +339,7 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 		closeListeners()
 		return err
 	}
-	if !isLoopbackBind(sc.Addr) && len(sc.AllowedHosts) == 0 {
+	if edge.CheckBind(sc.Addr, false) != nil && len(sc.AllowedHosts) == 0 { // not a loopback bind
 		a.Log.Warn("bastion serve: non-loopback address without --allowed-hosts: only loopback Host names are accepted", "addr", sc.Addr)
 	}
 	stop := func() error {

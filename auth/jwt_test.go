@@ -2,9 +2,11 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -281,6 +283,8 @@ func TestJWTRejects(t *testing.T) {
 		{"DuplicateHeaderAlg", v, signHeader(t, rsa1, `{"alg":"RS256","kid":"rsa1","alg":"RS256"}`, claims()), ReasonMalformed},
 		{"NumericKid", v, signHeader(t, rsa1, `{"alg":"RS256","kid":1}`, claims()), ReasonMalformed},
 		{"EmptyKidWithManyKeys", v, signHeader(t, rsa1, `{"alg":"RS256","kid":""}`, claims()), ReasonKeyNotFound},
+		{"PSSSaltNotHashLength", v, pssZeroSalt(t, is.sign(key("rsaps"), claims(), nil)), ReasonSignature},
+		{"PayloadSecondSpelling", v, respell(t, is.sign(rsa1, claims(), nil)), ReasonMalformed},
 		{"TwoParts", v, "a.b", ReasonMalformed},
 		{"FiveParts", v, "a.b.c.d.e", ReasonMalformed},
 		{"PaddedBase64", v, padded(is.sign(rsa1, claims(), nil)), ReasonMalformed},
@@ -310,6 +314,34 @@ func signHeader(t *testing.T, k signingKey, hdr string, c map[string]any) string
 	}
 	input := b64.EncodeToString([]byte(hdr)) + "." + b64.EncodeToString(p)
 	return input + "." + b64.EncodeToString(testSign(t, k, []byte(input)))
+}
+
+// pssZeroSalt re-signs a PS256 token with an empty salt, which RFC 7518
+// §3.5 rules out (the salt is as long as the hash). go-jose v4 verifies PSS
+// with any salt length; bastion must not.
+func pssZeroSalt(t *testing.T, tok string) string {
+	input := tok[:strings.LastIndexByte(tok, '.')]
+	d := sha256.Sum256([]byte(input))
+	sig, err := rsa.SignPSS(rand.Reader, key("rsaps").priv.(*rsa.PrivateKey), crypto.SHA256, d[:], &rsa.PSSOptions{SaltLength: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return input + "." + b64.EncodeToString(sig)
+}
+
+// respell sets a padding bit in the payload's last base64 character: the
+// same bytes under a second spelling, which a lenient decoder (go-jose's)
+// accepts and re-encodes before verifying.
+func respell(t *testing.T, tok string) string {
+	parts := strings.Split(tok, ".")
+	p := []byte(parts[1])
+	if len(p)%4 == 0 {
+		t.Fatal("payload length leaves no padding bits")
+	}
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	p[len(p)-1] = alphabet[strings.IndexByte(alphabet, p[len(p)-1])^1]
+	parts[1] = string(p)
+	return strings.Join(parts, ".")
 }
 
 // tamper flips the subject after signing.

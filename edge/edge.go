@@ -12,6 +12,8 @@
 //     off for the caller's tenant, it answers 404 exactly like an unknown path.
 //   - Without a configured trusted proxy, a request carrying Forwarded or any
 //     X-Forwarded-* header is refused; no identity is ever read from them.
+//     This, Host and Origin are one Guard, which also wraps routes served
+//     beside the edge (the REST API).
 //   - MCP server instances are never shared between clients: newServer is
 //     called once per session on the stateful wire and once per request on the
 //     stateless wire, and a session answers only to the (tenant, principal id)
@@ -96,8 +98,11 @@ type Options struct {
 	Permit func(w http.ResponseWriter, r *http.Request, methods []string) bool
 
 	// AllowedHosts lists accepted Host values ("example.com" matches any
-	// port, "example.com:8443" only that port). Empty means loopback names
-	// only (localhost, 127.0.0.1, [::1]).
+	// port, "example.com:8443" only that port; IPv6 as "::1", "[::1]" or
+	// "[::1]:8443"). Names match case-insensitively and with or without a
+	// trailing dot; IP addresses match by value. Empty means loopback names
+	// only (localhost, 127.0.0.1, ::1). New refuses an entry that is not a
+	// host. The Guard applies it (and the two fields below).
 	AllowedHosts []string
 	// AllowedOrigins lists exact browser origins ("https://app.example.com").
 	// Empty means a request with an Origin header must be same-origin with
@@ -148,6 +153,7 @@ type Edge struct {
 	stateless *mcp.StreamableHTTPHandler
 	metrics   *metrics
 	hosts     hostSet
+	mcp       http.Handler // serveGuarded behind Guard
 	log       *slog.Logger
 
 	draining atomic.Bool
@@ -167,7 +173,12 @@ func New(o Options, newServer NewServerFunc) (*Edge, error) {
 	if err := CheckBind(o.BindAddr, o.Authenticate != nil); err != nil {
 		return nil, err
 	}
-	e := &Edge{opts: o, newServer: newServer, hosts: newHostSet(o.AllowedHosts), log: o.Logger}
+	hosts, err := newHostSet(o.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Edge{opts: o, newServer: newServer, hosts: hosts, log: o.Logger}
+	e.mcp = e.Guard(http.HandlerFunc(e.serveGuarded))
 	e.inflight.init(o.MaxInFlightPerPrincipal, o.MaxInFlight)
 	e.sessions.init()
 	m, err := newMetrics(o.Registry, e)
@@ -299,7 +310,8 @@ func (e *Edge) serveReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveMCP applies the edge checks in order, cheapest and least revealing
-// first: dark switch, forwarding headers, Host, Origin, then authentication.
+// first: dark switch, draining, the Guard (forwarding headers, Host,
+// Origin), then authentication.
 func (e *Edge) serveMCP(w http.ResponseWriter, r *http.Request) {
 	if !e.opts.Enabled || (e.opts.Off != nil && e.opts.Off()) {
 		e.reject(w, r, reasonDisabled)
@@ -309,18 +321,11 @@ func (e *Edge) serveMCP(w http.ResponseWriter, r *http.Request) {
 		e.reject(w, r, reasonDraining)
 		return
 	}
-	if !e.opts.TrustedProxy && hasForwarding(r.Header) {
-		e.reject(w, r, reasonForwarded)
-		return
-	}
-	if !e.hosts.allows(r.Host) {
-		e.reject(w, r, reasonHost)
-		return
-	}
-	if !originAllowed(r, e.opts.AllowedOrigins) {
-		e.reject(w, r, reasonOrigin)
-		return
-	}
+	e.mcp.ServeHTTP(w, r)
+}
+
+// serveGuarded authenticates a request the Guard passed and serves it.
+func (e *Edge) serveGuarded(w http.ResponseWriter, r *http.Request) {
 	if e.opts.Authenticate == nil {
 		e.serveAuthenticated(w, r.WithContext(principal.NewContext(r.Context(), e.opts.DevPrincipal)))
 		return

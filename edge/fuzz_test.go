@@ -3,6 +3,9 @@ package edge
 import (
 	"bytes"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -106,4 +109,53 @@ func TestRoute(t *testing.T) {
 			t.Errorf("%s: Route = %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// FuzzHost checks Host parsing is total, canonical (the canonical form
+// parses back to itself), case-insensitive, never accepts a bare IPv6
+// Host, and agrees with net/url on which host and port a value names.
+func FuzzHost(f *testing.F) {
+	for _, s := range []string{
+		"example.com", "EXAMPLE.com.:0080", "[::1]:8080", "[0:0::1]", "::1", "[::ffff:127.0.0.1]:1", "127.0.0.1:65535",
+		"[fe80::1%25eth0]:80", "[::1", "[localhost]:80", "a..b", "xn--bcher-kva.example", "\u212aube.example", "h:",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h, ok := parseHost(s, false)
+		if !ok {
+			if h != (hostPort{}) {
+				t.Fatalf("refused %q but returned %+v", s, h)
+			}
+			return
+		}
+		if !strings.HasPrefix(s, "[") && strings.Count(s, ":") > 1 {
+			t.Fatalf("bare IPv6 Host %q accepted", s)
+		}
+		canon := h.name
+		if strings.Contains(canon, ":") {
+			canon = "[" + canon + "]"
+		}
+		if h.port != "" {
+			canon += ":" + h.port
+		}
+		if again, ok := parseHost(canon, false); !ok || again != h {
+			t.Fatalf("%q parsed to %+v, whose form %q parses to %+v, %t", s, h, canon, again, ok)
+		}
+		if up, ok := parseHost(strings.ToUpper(s), false); !ok || up != h {
+			t.Fatalf("%q and its upper case parse differently: %+v, %+v", s, h, up)
+		}
+		u, err := url.Parse("http://" + s + "/")
+		if err != nil {
+			t.Fatalf("%q accepted but net/url refuses it: %v", s, err)
+		}
+		name, ok := parseHost(u.Hostname(), true)
+		port, _ := parsePort(":" + u.Port())
+		if !ok || name.name != h.name || port != h.port {
+			t.Fatalf("%q: parsed %+v, net/url names host %q port %q", s, h, u.Hostname(), u.Port())
+		}
+		if a, err := netip.ParseAddr(h.name); err == nil && (a.Zone() != "" || a.Is4In6()) {
+			t.Fatalf("%q: address %v kept a zone or its IPv6 mapping", s, a)
+		}
+	})
 }

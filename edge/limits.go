@@ -9,8 +9,6 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -180,81 +178,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
 
-// hasForwarding reports whether h carries Forwarded or any X-Forwarded-*
-// header, which only a configured trusted proxy may set.
-func hasForwarding(h http.Header) bool {
-	for k := range h {
-		if k == "Forwarded" || strings.HasPrefix(k, "X-Forwarded-") {
-			return true
-		}
-	}
-	return false
-}
-
-// hostSet is the Host allowlist: names that match any port, and exact
-// name:port pairs. Names are lower-case; IPv6 literals are kept bracket-free.
-type hostSet struct {
-	anyPort map[string]bool
-	exact   map[string]bool
-}
-
-func newHostSet(allowed []string) hostSet {
-	s := hostSet{anyPort: map[string]bool{}, exact: map[string]bool{}}
-	if len(allowed) == 0 {
-		allowed = []string{"localhost", "127.0.0.1", "::1"}
-	}
-	for _, a := range allowed {
-		a = strings.ToLower(strings.TrimSpace(a))
-		if h, p, err := net.SplitHostPort(a); err == nil {
-			s.exact[net.JoinHostPort(h, p)] = true
-			continue
-		}
-		s.anyPort[strings.Trim(a, "[]")] = true
-	}
-	return s
-}
-
-// allows reports whether the request's Host header is on the list.
-func (s hostSet) allows(host string) bool {
-	host = strings.ToLower(host)
-	if host == "" {
-		return false
-	}
-	name := host
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		if s.exact[net.JoinHostPort(h, p)] {
-			return true
-		}
-		name = h
-	} else if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
-		return false // a bare IPv6 literal or junk: not a valid Host
-	}
-	return s.anyPort[strings.Trim(name, "[]")]
-}
-
-// originAllowed is DNS-rebinding and cross-site protection: a request without
-// Origin is not from a browser and passes; a browser's Origin must be listed,
-// or, with no list, be same-origin with the request's Host.
-func originAllowed(r *http.Request, allowed []string) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return len(r.Header.Values("Origin")) == 0
-	}
-	if len(allowed) > 0 {
-		for _, a := range allowed {
-			if strings.EqualFold(origin, a) {
-				return true
-			}
-		}
-		return false
-	}
-	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
-		return false
-	}
-	return strings.EqualFold(u.Host, r.Host)
-}
-
 // jsonMediaType reports the base media type if it is application/json or an
 // application/*+json type.
 func jsonMediaType(ct string) (string, bool) {
@@ -401,13 +324,4 @@ func (f *inflight) wait(ctx context.Context, done func(total, calls int) bool) e
 		case <-change:
 		}
 	}
-}
-
-// isLoopback reports whether host (a name or IP, no port) is loopback.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return err == nil && a.Unmap().IsLoopback()
 }
