@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bastion-mcp/bastion/store"
 	"github.com/bastion-mcp/bastion/store/migration"
 
 	"github.com/riverqueue/river/riverdriver/riversqlite"
@@ -55,7 +56,10 @@ type Options struct {
 }
 
 // DB is a store.Store on one SQLite file. It is safe for concurrent use.
+// Its job, evidence and balance methods are store.Jobs over this file's
+// driver; targets and tokens are its own.
 type DB struct {
+	store.Jobs
 	db   *sql.DB
 	migs fs.FS // the migrations this binary carries
 }
@@ -205,7 +209,7 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("store/sqlite: river migrations: %w", err)
 	}
-	return &DB{db: db, migs: migs}, nil
+	return &DB{Jobs: store.Jobs{Driver: driver{db: db}}, db: db, migs: migs}, nil
 }
 
 // Migrated reports whether every migration this binary carries is applied
@@ -312,5 +316,3 @@ func fromMS(v int64) time.Time {
 	}
 	return time.UnixMilli(v).UTC()
 }
-
-var errNilParams = errors.New("store/sqlite: nil params")
