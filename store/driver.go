@@ -67,12 +67,9 @@ type Executor interface {
 	// JobSetCancelRequested marks a running job cancel-requested, keeping
 	// the first request's time and reason.
 	JobSetCancelRequested(ctx context.Context, p *JobSetCancelRequestedParams) error
-	// JobListExpired reads, ordered by job id and ForUpdate, the tenant's
-	// non-terminal jobs whose expiry is at or before now.
-	JobListExpired(ctx context.Context, tenant string, now time.Time) ([]*Job, error)
-	// JobListStale reads, ordered by job id and ForUpdate, the tenant's
-	// running jobs started before before.
-	JobListStale(ctx context.Context, tenant string, before time.Time) ([]*Job, error)
+	// JobListSweepable reads, ordered by job id and ForUpdate, the tenant's
+	// jobs a sweep fails under one rule.
+	JobListSweepable(ctx context.Context, p *JobListSweepableParams) ([]*Job, error)
 	// JobDeleteExpired deletes the tenant's jobs that expired before
 	// before and returns how many.
 	JobDeleteExpired(ctx context.Context, tenant string, before time.Time) (int, error)
@@ -85,10 +82,9 @@ type Executor interface {
 	// expired before before.
 	EvidenceDeleteExpired(ctx context.Context, tenant string, before time.Time) error
 
-	// RecheckEventListByPrincipal and RecheckEventListByReview read the
-	// tenant's recheck events at or after since, by at then job id.
-	RecheckEventListByPrincipal(ctx context.Context, tenant, principalID string, since time.Time) ([]RecheckEvent, error)
-	RecheckEventListByReview(ctx context.Context, tenant, reviewID string, since time.Time) ([]RecheckEvent, error)
+	// RecheckEventList reads the tenant's recheck events of one principal
+	// or one review at or after Since, by time then job id.
+	RecheckEventList(ctx context.Context, p *RecheckEventListParams) ([]RecheckEvent, error)
 	// RecheckEventSummary counts a review's recheck events and returns the
 	// latest one's time (zero when there are none).
 	RecheckEventSummary(ctx context.Context, tenant, reviewID string) (int, time.Time, error)
@@ -140,4 +136,39 @@ type JobSetCancelRequestedParams struct {
 	Decision   CancelDecision
 	Reason     string // written only with the first request
 	At         time.Time
+}
+
+// SweepRule names which jobs JobListSweepable reads.
+type SweepRule int
+
+// Sweep rules.
+const (
+	// SweepExpired: queued or running jobs whose expiry is at or before At.
+	SweepExpired SweepRule = iota + 1
+	// SweepStale: running jobs started before At.
+	SweepStale
+)
+
+// JobListSweepableParams selects the jobs of one sweep rule.
+type JobListSweepableParams struct {
+	Tenant string
+	Rule   SweepRule
+	At     time.Time
+}
+
+// RecheckEventKey names the column RecheckEventList matches.
+type RecheckEventKey int
+
+// Recheck event keys.
+const (
+	ByPrincipal RecheckEventKey = iota + 1
+	ByReview
+)
+
+// RecheckEventListParams selects recheck events.
+type RecheckEventListParams struct {
+	Tenant string
+	By     RecheckEventKey
+	Key    string // the principal or review id
+	Since  time.Time
 }

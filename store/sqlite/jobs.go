@@ -203,12 +203,23 @@ func (e executor) JobSetCancelRequested(ctx context.Context, p *store.JobSetCanc
 	return err
 }
 
-func (e executor) JobListExpired(ctx context.Context, tenant string, now time.Time) ([]*store.Job, error) {
-	return e.jobList(ctx, `state IN ('queued', 'running') AND expires_at <= ?`, tenant, ms(now))
+// sweepCond is a sweep rule's condition, with one parameter.
+func sweepCond(r store.SweepRule) (string, bool) {
+	switch r {
+	case store.SweepExpired:
+		return `state IN ('queued', 'running') AND expires_at <= ?`, true
+	case store.SweepStale:
+		return `state = 'running' AND started_at > 0 AND started_at < ?`, true
+	}
+	return "", false
 }
 
-func (e executor) JobListStale(ctx context.Context, tenant string, before time.Time) ([]*store.Job, error) {
-	return e.jobList(ctx, `state = 'running' AND started_at > 0 AND started_at < ?`, tenant, ms(before))
+func (e executor) JobListSweepable(ctx context.Context, p *store.JobListSweepableParams) ([]*store.Job, error) {
+	cond, ok := sweepCond(p.Rule)
+	if !ok {
+		return nil, fmt.Errorf("store/sqlite: unknown sweep rule %d", p.Rule)
+	}
+	return e.jobList(ctx, cond, p.Tenant, ms(p.At))
 }
 
 // jobList reads the tenant's jobs matching cond, a constant of the caller's
@@ -269,18 +280,24 @@ func (e executor) EvidenceDeleteExpired(ctx context.Context, tenant string, befo
 	return err
 }
 
-func (e executor) RecheckEventListByPrincipal(ctx context.Context, tenant, principalID string, since time.Time) ([]store.RecheckEvent, error) {
-	return e.recheckEvents(ctx, `principal_id`, tenant, principalID, since)
+// recheckColumn is the column RecheckEventList matches for a key.
+func recheckColumn(k store.RecheckEventKey) (string, bool) {
+	switch k {
+	case store.ByPrincipal:
+		return `principal_id`, true
+	case store.ByReview:
+		return `review_id`, true
+	}
+	return "", false
 }
 
-func (e executor) RecheckEventListByReview(ctx context.Context, tenant, reviewID string, since time.Time) ([]store.RecheckEvent, error) {
-	return e.recheckEvents(ctx, `review_id`, tenant, reviewID, since)
-}
-
-func (e executor) recheckEvents(ctx context.Context, col, tenant, key string, since time.Time) ([]store.RecheckEvent, error) {
-	// col is one of two constants chosen by the caller, never input.
+func (e executor) RecheckEventList(ctx context.Context, p *store.RecheckEventListParams) ([]store.RecheckEvent, error) {
+	col, ok := recheckColumn(p.By)
+	if !ok {
+		return nil, fmt.Errorf("store/sqlite: unknown recheck key %d", p.By)
+	}
 	rows, err := e.q.QueryContext(ctx, `SELECT job_id, review_id, principal_id, finding_ids, units, at FROM recheck_events
-		WHERE tenant_id = ? AND `+col+` = ? AND at >= ? ORDER BY at, job_id`, tenant, key, ms(since))
+		WHERE tenant_id = ? AND `+col+` = ? AND at >= ? ORDER BY at, job_id`, p.Tenant, p.Key, ms(p.Since))
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: recheck usage: %w", err)
 	}
