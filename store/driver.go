@@ -3,11 +3,14 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/bastion-mcp/bastion/targets"
 )
 
-// Driver is what an adapter gives Jobs: transactions and the one unbound
-// read the sweep needs. Every rule about jobs and units lives in Jobs; a
-// driver holds only its database's SQL and its way of binding a tenant.
+// Driver is what an adapter gives Jobs and Targets: transactions and the
+// one unbound read the sweep needs. Every rule about jobs, units and targets
+// lives in those; a driver holds only its database's SQL and its way of
+// binding a tenant.
 type Driver interface {
 	// Begin opens a write transaction acting for tenant. Writers of one
 	// tenant that touch the same job or ledger row must be serialized by it
@@ -92,6 +95,16 @@ type Executor interface {
 	RecheckEventInsert(ctx context.Context, tenant string, e *RecheckEvent) error
 	// RecheckEventDeleteBefore deletes the tenant's events before before.
 	RecheckEventDeleteBefore(ctx context.Context, tenant string, before time.Time) error
+
+	// TargetUpsert writes a target by (tenant, host), replacing every other
+	// column of an existing row.
+	TargetUpsert(ctx context.Context, t *targets.Target) error
+	// TargetGet reads one target.
+	TargetGet(ctx context.Context, tenant, host string) (targets.Target, error)
+	// TargetList reads the tenant's targets by host.
+	TargetList(ctx context.Context, tenant string) ([]targets.Target, error)
+	// TargetDelete deletes one target and reports whether it existed.
+	TargetDelete(ctx context.Context, tenant, host string) (bool, error)
 }
 
 // BalanceGetParams reads a ledger row.

@@ -98,11 +98,12 @@ type Options struct {
 }
 
 // DB is a store.Store and store.PATStore on PostgreSQL. It is safe for
-// concurrent use by many goroutines and many processes. Its job, evidence
-// and balance methods are store.Jobs over this database's driver; targets
-// and tokens are its own.
+// concurrent use by many goroutines and many processes. Its job, evidence,
+// balance and target methods are store.Jobs and store.Targets over this
+// database's driver; the token methods are its own.
 type DB struct {
 	store.Jobs
+	store.Targets
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	migs fs.FS // the migrations this binary carries
@@ -156,7 +157,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store/postgres: connect: %w", err)
 	}
 	db := &DB{pool: pool, log: logger}
-	db.Jobs = store.Jobs{Driver: driver{db: db}}
+	db.Jobs, db.Targets = store.Jobs{Driver: driver{db: db}}, store.Targets{Driver: driver{db: db}}
 	if err := db.open(ctx, opts); err != nil {
 		pool.Close()
 		return nil, err

@@ -56,10 +56,11 @@ type Options struct {
 }
 
 // DB is a store.Store on one SQLite file. It is safe for concurrent use.
-// Its job, evidence and balance methods are store.Jobs over this file's
-// driver; targets and tokens are its own.
+// Its job, evidence, balance and target methods are store.Jobs and
+// store.Targets over this file's driver; the token methods are its own.
 type DB struct {
 	store.Jobs
+	store.Targets
 	db   *sql.DB
 	migs fs.FS // the migrations this binary carries
 }
@@ -209,7 +210,8 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("store/sqlite: river migrations: %w", err)
 	}
-	return &DB{Jobs: store.Jobs{Driver: driver{db: db}}, db: db, migs: migs}, nil
+	d := driver{db: db}
+	return &DB{Jobs: store.Jobs{Driver: d}, Targets: store.Targets{Driver: d}, db: db, migs: migs}, nil
 }
 
 // Migrated reports whether every migration this binary carries is applied
