@@ -4,12 +4,13 @@ import (
 	"context"
 	"time"
 
+	"github.com/bastion-mcp/bastion/auth"
 	"github.com/bastion-mcp/bastion/targets"
 )
 
-// Driver is what an adapter gives Jobs and Targets: transactions and the
-// one unbound read the sweep needs. Every rule about jobs, units and targets
-// lives in those; a driver holds only its database's SQL and its way of
+// Driver is what an adapter gives Jobs, Targets and PATs: transactions and
+// the two unbound reads (the sweep's tenants, a token's hash). Every rule
+// about jobs, units, targets and tokens lives in those; a driver holds only its database's SQL and its way of
 // binding a tenant.
 type Driver interface {
 	// Begin opens a write transaction acting for tenant. Writers of one
@@ -20,6 +21,9 @@ type Driver interface {
 	// the database needs no per-transaction binding, else a transaction
 	// bound to tenant that ends when fn returns.
 	Read(ctx context.Context, tenant string, fn func(Executor) error) error
+	// PATLookup names the tenant and id of the token with this hash, the
+	// one lookup made before a tenant is known; it must read nothing else.
+	PATLookup(ctx context.Context, hash [32]byte) (tenant, id string, err error)
 	// TenantList returns, sorted, every tenant that may own job, ledger or
 	// recheck rows; the sweep visits each in its own transaction.
 	TenantList(ctx context.Context) ([]string, error)
@@ -105,6 +109,17 @@ type Executor interface {
 	TargetList(ctx context.Context, tenant string) ([]targets.Target, error)
 	// TargetDelete deletes one target and reports whether it existed.
 	TargetDelete(ctx context.Context, tenant, host string) (bool, error)
+
+	// PATInsert writes a token record (and whatever index PATLookup reads);
+	// a duplicate id or hash is an error.
+	PATInsert(ctx context.Context, rec *auth.PATRecord) error
+	// PATGet reads the tenant's token with this id and hash.
+	PATGet(ctx context.Context, tenant, id string, hash [32]byte) (auth.PATRecord, error)
+	// PATList reads the tenant's tokens, oldest first.
+	PATList(ctx context.Context, tenant string) ([]auth.PATRecord, error)
+	// PATSetTime sets one time field of a token and reports whether it
+	// exists.
+	PATSetTime(ctx context.Context, p *PATSetTimeParams) (bool, error)
 }
 
 // BalanceGetParams reads a ledger row.
@@ -184,4 +199,20 @@ type RecheckEventListParams struct {
 	By     RecheckEventKey
 	Key    string // the principal or review id
 	Since  time.Time
+}
+
+// PATField names the time field PATSetTime writes.
+type PATField int
+
+// Token time fields.
+const (
+	PATRevoked PATField = iota + 1
+	PATLastUsed
+)
+
+// PATSetTimeParams sets one time field of a token.
+type PATSetTimeParams struct {
+	Tenant, ID string
+	Field      PATField
+	At         time.Time
 }

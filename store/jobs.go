@@ -11,7 +11,7 @@ var errNilParams = errors.New("store: nil params")
 
 // Jobs is the job state machine, the unit ledger and cancel arbitration,
 // written once over a Driver: it implements Store's job, evidence and
-// balance methods, and an adapter embeds it (with Targets) over its driver.
+// balance methods, and an adapter embeds it (with Targets and PATs) over its driver.
 type Jobs struct {
 	Driver Driver
 }

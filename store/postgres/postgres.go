@@ -98,12 +98,12 @@ type Options struct {
 }
 
 // DB is a store.Store and store.PATStore on PostgreSQL. It is safe for
-// concurrent use by many goroutines and many processes. Its job, evidence,
-// balance and target methods are store.Jobs and store.Targets over this
-// database's driver; the token methods are its own.
+// concurrent use by many goroutines and many processes. Its methods are
+// store.Jobs, store.Targets and store.PATs over this database's driver.
 type DB struct {
 	store.Jobs
 	store.Targets
+	store.PATs
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	migs fs.FS // the migrations this binary carries
@@ -157,7 +157,8 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store/postgres: connect: %w", err)
 	}
 	db := &DB{pool: pool, log: logger}
-	db.Jobs, db.Targets = store.Jobs{Driver: driver{db: db}}, store.Targets{Driver: driver{db: db}}
+	d := driver{db: db}
+	db.Jobs, db.Targets, db.PATs = store.Jobs{Driver: d}, store.Targets{Driver: d}, store.PATs{Driver: d}
 	if err := db.open(ctx, opts); err != nil {
 		pool.Close()
 		return nil, err

@@ -56,11 +56,12 @@ type Options struct {
 }
 
 // DB is a store.Store on one SQLite file. It is safe for concurrent use.
-// Its job, evidence, balance and target methods are store.Jobs and
-// store.Targets over this file's driver; the token methods are its own.
+// Its methods are store.Jobs, store.Targets and store.PATs over this file's
+// driver.
 type DB struct {
 	store.Jobs
 	store.Targets
+	store.PATs
 	db   *sql.DB
 	migs fs.FS // the migrations this binary carries
 }
@@ -211,7 +212,7 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store/sqlite: river migrations: %w", err)
 	}
 	d := driver{db: db}
-	return &DB{Jobs: store.Jobs{Driver: d}, Targets: store.Targets{Driver: d}, db: db, migs: migs}, nil
+	return &DB{Jobs: store.Jobs{Driver: d}, Targets: store.Targets{Driver: d}, PATs: store.PATs{Driver: d}, db: db, migs: migs}, nil
 }
 
 // Migrated reports whether every migration this binary carries is applied
