@@ -74,9 +74,12 @@ type Executor interface {
 	// JobSetCancelRequested marks a running job cancel-requested, keeping
 	// the first request's time and reason.
 	JobSetCancelRequested(ctx context.Context, p *JobSetCancelRequestedParams) error
-	// JobListSweepable reads, ordered by job id and ForUpdate, the tenant's
-	// jobs a sweep fails under one rule.
-	JobListSweepable(ctx context.Context, p *JobListSweepableParams) ([]*Job, error)
+	// JobListExpired reads, ordered by job id and ForUpdate, the tenant's
+	// queued or running jobs whose expiry is at or before now.
+	JobListExpired(ctx context.Context, tenant string, now time.Time) ([]*Job, error)
+	// JobListStale reads, ordered by job id and ForUpdate, the tenant's
+	// running jobs started before before.
+	JobListStale(ctx context.Context, tenant string, before time.Time) ([]*Job, error)
 	// JobDeleteExpired deletes the tenant's jobs that expired before
 	// before and returns how many.
 	JobDeleteExpired(ctx context.Context, tenant string, before time.Time) (int, error)
@@ -89,9 +92,11 @@ type Executor interface {
 	// expired before before.
 	EvidenceDeleteExpired(ctx context.Context, tenant string, before time.Time) error
 
-	// RecheckEventList reads the tenant's recheck events of one principal
-	// or one review at or after Since, by time then job id.
-	RecheckEventList(ctx context.Context, p *RecheckEventListParams) ([]RecheckEvent, error)
+	// RecheckEventListByPrincipal and RecheckEventListByReview read the
+	// tenant's recheck events of one principal (on any review) or one review
+	// (by any principal) at or after since, by time then job id.
+	RecheckEventListByPrincipal(ctx context.Context, tenant, principalID string, since time.Time) ([]RecheckEvent, error)
+	RecheckEventListByReview(ctx context.Context, tenant, reviewID string, since time.Time) ([]RecheckEvent, error)
 	// RecheckEventSummary counts a review's recheck events and returns the
 	// latest one's time (zero when there are none).
 	RecheckEventSummary(ctx context.Context, tenant, reviewID string) (int, time.Time, error)
@@ -117,9 +122,10 @@ type Executor interface {
 	PATGet(ctx context.Context, tenant, id string, hash [32]byte) (auth.PATRecord, error)
 	// PATList reads the tenant's tokens, oldest first.
 	PATList(ctx context.Context, tenant string) ([]auth.PATRecord, error)
-	// PATSetTime sets one time field of a token and reports whether it
-	// exists.
-	PATSetTime(ctx context.Context, p *PATSetTimeParams) (bool, error)
+	// PATRevoke and PATTouch set a token's revocation or last-use time and
+	// report whether it exists.
+	PATRevoke(ctx context.Context, tenant, id string, at time.Time) (bool, error)
+	PATTouch(ctx context.Context, tenant, id string, at time.Time) (bool, error)
 }
 
 // BalanceGetParams reads a ledger row.
@@ -163,56 +169,5 @@ type JobSetCancelRequestedParams struct {
 	Stage      string
 	Decision   CancelDecision
 	Reason     string // written only with the first request
-	At         time.Time
-}
-
-// SweepRule names which jobs JobListSweepable reads.
-type SweepRule int
-
-// Sweep rules.
-const (
-	// SweepExpired: queued or running jobs whose expiry is at or before At.
-	SweepExpired SweepRule = iota + 1
-	// SweepStale: running jobs started before At.
-	SweepStale
-)
-
-// JobListSweepableParams selects the jobs of one sweep rule.
-type JobListSweepableParams struct {
-	Tenant string
-	Rule   SweepRule
-	At     time.Time
-}
-
-// RecheckEventKey names the column RecheckEventList matches.
-type RecheckEventKey int
-
-// Recheck event keys.
-const (
-	ByPrincipal RecheckEventKey = iota + 1
-	ByReview
-)
-
-// RecheckEventListParams selects recheck events.
-type RecheckEventListParams struct {
-	Tenant string
-	By     RecheckEventKey
-	Key    string // the principal or review id
-	Since  time.Time
-}
-
-// PATField names the time field PATSetTime writes.
-type PATField int
-
-// Token time fields.
-const (
-	PATRevoked PATField = iota + 1
-	PATLastUsed
-)
-
-// PATSetTimeParams sets one time field of a token.
-type PATSetTimeParams struct {
-	Tenant, ID string
-	Field      PATField
 	At         time.Time
 }

@@ -145,10 +145,10 @@ func createJob(ctx context.Context, tx ExecutorTx, p *JobCreateParams, j *Job, b
 func admitRecheck(ctx context.Context, ex Executor, j *Job, a *RecheckAdmission) error {
 	u := &RecheckUsage{Since: a.Since}
 	var err error
-	if u.ByPrincipal, err = ex.RecheckEventList(ctx, &RecheckEventListParams{Tenant: j.Tenant, By: ByPrincipal, Key: j.PrincipalID, Since: a.Since}); err != nil {
+	if u.ByPrincipal, err = ex.RecheckEventListByPrincipal(ctx, j.Tenant, j.PrincipalID, a.Since); err != nil {
 		return err
 	}
-	if u.ByReview, err = ex.RecheckEventList(ctx, &RecheckEventListParams{Tenant: j.Tenant, By: ByReview, Key: j.ReviewID, Since: a.Since}); err != nil {
+	if u.ByReview, err = ex.RecheckEventListByReview(ctx, j.Tenant, j.ReviewID, a.Since); err != nil {
 		return err
 	}
 	if u.ReviewTotal, u.ReviewLast, err = ex.RecheckEventSummary(ctx, j.Tenant, j.ReviewID); err != nil {
@@ -347,8 +347,8 @@ func (s Jobs) JobSweep(ctx context.Context, p *JobSweepParams) (*JobSweepResult,
 // sweepTenant fails the tenant's expired and stale jobs and purges its
 // long-expired rows, adding what it did to res.
 func sweepTenant(ctx context.Context, ex Executor, tenant string, p *JobSweepParams, res *JobSweepResult) error {
-	failAll := func(rule SweepRule, at time.Time, code, msg string) (int, error) {
-		jobs, err := ex.JobListSweepable(ctx, &JobListSweepableParams{Tenant: tenant, Rule: rule, At: at})
+	failAll := func(list func(context.Context, string, time.Time) ([]*Job, error), at time.Time, code, msg string) (int, error) {
+		jobs, err := list(ctx, tenant, at)
 		if err != nil {
 			return 0, err
 		}
@@ -359,13 +359,13 @@ func sweepTenant(ctx context.Context, ex Executor, tenant string, p *JobSweepPar
 		}
 		return len(jobs), nil
 	}
-	n, err := failAll(SweepExpired, p.Now, SweepExpiredCode, SweepExpiredMessage)
+	n, err := failAll(ex.JobListExpired, p.Now, SweepExpiredCode, SweepExpiredMessage)
 	if err != nil {
 		return err
 	}
 	res.Expired += n
 	if !p.StaleBefore.IsZero() {
-		if n, err = failAll(SweepStale, p.StaleBefore, SweepStaleCode, SweepStaleMessage); err != nil {
+		if n, err = failAll(ex.JobListStale, p.StaleBefore, SweepStaleCode, SweepStaleMessage); err != nil {
 			return err
 		}
 		res.Stale += n

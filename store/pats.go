@@ -51,22 +51,20 @@ func (s PATs) PATList(ctx context.Context, tenant string) ([]auth.PATRecord, err
 
 // PATRevoke implements auth.PATStore.
 func (s PATs) PATRevoke(ctx context.Context, tenant, id string, at time.Time) error {
-	return s.patSet(ctx, &PATSetTimeParams{Tenant: tenant, ID: id, Field: PATRevoked, At: at})
+	return inTx(ctx, s.Driver, tenant, func(tx ExecutorTx) error { return found(tx.PATRevoke(ctx, tenant, id, at)) })
 }
 
 // PATTouch implements auth.PATToucher.
 func (s PATs) PATTouch(ctx context.Context, tenant, id string, at time.Time) error {
-	return s.patSet(ctx, &PATSetTimeParams{Tenant: tenant, ID: id, Field: PATLastUsed, At: at})
+	return inTx(ctx, s.Driver, tenant, func(tx ExecutorTx) error { return found(tx.PATTouch(ctx, tenant, id, at)) })
 }
 
-func (s PATs) patSet(ctx context.Context, p *PATSetTimeParams) error {
-	return inTx(ctx, s.Driver, p.Tenant, func(tx ExecutorTx) error {
-		ok, err := tx.PATSetTime(ctx, p)
-		if err == nil && !ok {
-			err = auth.ErrNotFound
-		}
-		return err
-	})
+// found is auth's answer to an update that matched ok rows.
+func found(ok bool, err error) error {
+	if err == nil && !ok {
+		return auth.ErrNotFound
+	}
+	return err
 }
 
 // patErr is auth's error for a missing token.

@@ -223,30 +223,19 @@ func (e executor) JobSetCancelRequested(ctx context.Context, p *store.JobSetCanc
 	return err
 }
 
-// sweepCond is a sweep rule's condition, with one parameter.
-func sweepCond(r store.SweepRule) (string, bool) {
-	switch r {
-	case store.SweepExpired:
-		return `state IN ('queued', 'running') AND expires_at <= $2`, true
-	case store.SweepStale:
-		return `state = 'running' AND started_at IS NOT NULL AND started_at < $2`, true
-	}
-	return "", false
+func (e executor) JobListExpired(ctx context.Context, tenant string, now time.Time) ([]*store.Job, error) {
+	return e.jobList(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE tenant_id = $1 AND state IN ('queued', 'running') AND expires_at <= $2 ORDER BY job_id FOR UPDATE`, tenant, now.UTC())
 }
 
-func (e executor) JobListSweepable(ctx context.Context, p *store.JobListSweepableParams) ([]*store.Job, error) {
-	cond, ok := sweepCond(p.Rule)
-	if !ok {
-		return nil, fmt.Errorf("store/postgres: unknown sweep rule %d", p.Rule)
-	}
-	return e.jobList(ctx, cond, p.Tenant, p.At)
+func (e executor) JobListStale(ctx context.Context, tenant string, before time.Time) ([]*store.Job, error) {
+	return e.jobList(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE tenant_id = $1 AND state = 'running' AND started_at IS NOT NULL AND started_at < $2 ORDER BY job_id FOR UPDATE`,
+		tenant, before.UTC())
 }
 
-// jobList locks, in job id order, the tenant's jobs matching cond, a
-// constant of the caller's with one parameter ($2).
-func (e executor) jobList(ctx context.Context, cond, tenant string, arg time.Time) ([]*store.Job, error) {
-	rows, err := e.tx.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = $1 AND `+cond+` ORDER BY job_id FOR UPDATE`,
-		tenant, arg.UTC())
+func (e executor) jobList(ctx context.Context, query string, args ...any) ([]*store.Job, error) {
+	rows, err := e.tx.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store/postgres: list jobs: %w", err)
 	}
@@ -302,24 +291,18 @@ func (e executor) EvidenceDeleteExpired(ctx context.Context, tenant string, befo
 	return err
 }
 
-// recheckColumn is the column RecheckEventList matches for a key.
-func recheckColumn(k store.RecheckEventKey) (string, bool) {
-	switch k {
-	case store.ByPrincipal:
-		return `principal_id`, true
-	case store.ByReview:
-		return `review_id`, true
-	}
-	return "", false
+func (e executor) RecheckEventListByPrincipal(ctx context.Context, tenant, principalID string, since time.Time) ([]store.RecheckEvent, error) {
+	return e.recheckEvents(ctx, `SELECT job_id, review_id, principal_id, finding_ids, units, at FROM recheck_events
+		WHERE tenant_id = $1 AND principal_id = $2 AND at >= $3 ORDER BY at, job_id`, tenant, principalID, since.UTC())
 }
 
-func (e executor) RecheckEventList(ctx context.Context, p *store.RecheckEventListParams) ([]store.RecheckEvent, error) {
-	col, ok := recheckColumn(p.By)
-	if !ok {
-		return nil, fmt.Errorf("store/postgres: unknown recheck key %d", p.By)
-	}
-	rows, err := e.tx.Query(ctx, `SELECT job_id, review_id, principal_id, finding_ids, units, at FROM recheck_events
-		WHERE tenant_id = $1 AND `+col+` = $2 AND at >= $3 ORDER BY at, job_id`, p.Tenant, p.Key, p.Since.UTC())
+func (e executor) RecheckEventListByReview(ctx context.Context, tenant, reviewID string, since time.Time) ([]store.RecheckEvent, error) {
+	return e.recheckEvents(ctx, `SELECT job_id, review_id, principal_id, finding_ids, units, at FROM recheck_events
+		WHERE tenant_id = $1 AND review_id = $2 AND at >= $3 ORDER BY at, job_id`, tenant, reviewID, since.UTC())
+}
+
+func (e executor) recheckEvents(ctx context.Context, query string, args ...any) ([]store.RecheckEvent, error) {
+	rows, err := e.tx.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store/postgres: recheck usage: %w", err)
 	}

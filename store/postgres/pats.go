@@ -61,23 +61,13 @@ func (e executor) PATList(ctx context.Context, tenant string) ([]auth.PATRecord,
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.PATRecord, error) { return scanPAT(r) })
 }
 
-// patColumn is the column of a token time field.
-func patColumn(f store.PATField) (string, bool) {
-	switch f {
-	case store.PATRevoked:
-		return `revoked_at`, true
-	case store.PATLastUsed:
-		return `last_used_at`, true
-	}
-	return "", false
+func (e executor) PATRevoke(ctx context.Context, tenant, id string, at time.Time) (bool, error) {
+	n, err := e.exec(ctx, "revoke token "+id, `UPDATE pats SET revoked_at = $1 WHERE tenant_id = $2 AND pat_id = $3`, ts(at), tenant, id)
+	return n > 0, err
 }
 
-func (e executor) PATSetTime(ctx context.Context, p *store.PATSetTimeParams) (bool, error) {
-	col, ok := patColumn(p.Field)
-	if !ok {
-		return false, fmt.Errorf("store/postgres: unknown token field %d", p.Field)
-	}
-	n, err := e.exec(ctx, "update token "+p.ID, `UPDATE pats SET `+col+` = $1 WHERE tenant_id = $2 AND pat_id = $3`, ts(p.At), p.Tenant, p.ID)
+func (e executor) PATTouch(ctx context.Context, tenant, id string, at time.Time) (bool, error) {
+	n, err := e.exec(ctx, "touch token "+id, `UPDATE pats SET last_used_at = $1 WHERE tenant_id = $2 AND pat_id = $3`, ts(at), tenant, id)
 	return n > 0, err
 }
 

@@ -203,29 +203,18 @@ func (e executor) JobSetCancelRequested(ctx context.Context, p *store.JobSetCanc
 	return err
 }
 
-// sweepCond is a sweep rule's condition, with one parameter.
-func sweepCond(r store.SweepRule) (string, bool) {
-	switch r {
-	case store.SweepExpired:
-		return `state IN ('queued', 'running') AND expires_at <= ?`, true
-	case store.SweepStale:
-		return `state = 'running' AND started_at > 0 AND started_at < ?`, true
-	}
-	return "", false
+func (e executor) JobListExpired(ctx context.Context, tenant string, now time.Time) ([]*store.Job, error) {
+	return e.jobList(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE tenant_id = ? AND state IN ('queued', 'running') AND expires_at <= ? ORDER BY job_id`, tenant, ms(now))
 }
 
-func (e executor) JobListSweepable(ctx context.Context, p *store.JobListSweepableParams) ([]*store.Job, error) {
-	cond, ok := sweepCond(p.Rule)
-	if !ok {
-		return nil, fmt.Errorf("store/sqlite: unknown sweep rule %d", p.Rule)
-	}
-	return e.jobList(ctx, cond, p.Tenant, ms(p.At))
+func (e executor) JobListStale(ctx context.Context, tenant string, before time.Time) ([]*store.Job, error) {
+	return e.jobList(ctx, `SELECT `+jobColumns+` FROM jobs
+		WHERE tenant_id = ? AND state = 'running' AND started_at > 0 AND started_at < ? ORDER BY job_id`, tenant, ms(before))
 }
 
-// jobList reads the tenant's jobs matching cond, a constant of the caller's
-// with one parameter.
-func (e executor) jobList(ctx context.Context, cond, tenant string, arg any) ([]*store.Job, error) {
-	rows, err := e.q.QueryContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant_id = ? AND `+cond+` ORDER BY job_id`, tenant, arg)
+func (e executor) jobList(ctx context.Context, query string, args ...any) ([]*store.Job, error) {
+	rows, err := e.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: list jobs: %w", err)
 	}
@@ -280,24 +269,18 @@ func (e executor) EvidenceDeleteExpired(ctx context.Context, tenant string, befo
 	return err
 }
 
-// recheckColumn is the column RecheckEventList matches for a key.
-func recheckColumn(k store.RecheckEventKey) (string, bool) {
-	switch k {
-	case store.ByPrincipal:
-		return `principal_id`, true
-	case store.ByReview:
-		return `review_id`, true
-	}
-	return "", false
+func (e executor) RecheckEventListByPrincipal(ctx context.Context, tenant, principalID string, since time.Time) ([]store.RecheckEvent, error) {
+	return e.recheckEvents(ctx, `SELECT job_id, review_id, principal_id, finding_ids, units, at FROM recheck_events
+		WHERE tenant_id = ? AND principal_id = ? AND at >= ? ORDER BY at, job_id`, tenant, principalID, ms(since))
 }
 
-func (e executor) RecheckEventList(ctx context.Context, p *store.RecheckEventListParams) ([]store.RecheckEvent, error) {
-	col, ok := recheckColumn(p.By)
-	if !ok {
-		return nil, fmt.Errorf("store/sqlite: unknown recheck key %d", p.By)
-	}
-	rows, err := e.q.QueryContext(ctx, `SELECT job_id, review_id, principal_id, finding_ids, units, at FROM recheck_events
-		WHERE tenant_id = ? AND `+col+` = ? AND at >= ? ORDER BY at, job_id`, p.Tenant, p.Key, ms(p.Since))
+func (e executor) RecheckEventListByReview(ctx context.Context, tenant, reviewID string, since time.Time) ([]store.RecheckEvent, error) {
+	return e.recheckEvents(ctx, `SELECT job_id, review_id, principal_id, finding_ids, units, at FROM recheck_events
+		WHERE tenant_id = ? AND review_id = ? AND at >= ? ORDER BY at, job_id`, tenant, reviewID, ms(since))
+}
+
+func (e executor) recheckEvents(ctx context.Context, query string, args ...any) ([]store.RecheckEvent, error) {
+	rows, err := e.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: recheck usage: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/bastion-mcp/bastion/auth"
 	"github.com/bastion-mcp/bastion/principal"
@@ -59,23 +60,13 @@ func (e executor) PATList(ctx context.Context, tenant string) ([]auth.PATRecord,
 	return out, rows.Err()
 }
 
-// patColumn is the column of a token time field.
-func patColumn(f store.PATField) (string, bool) {
-	switch f {
-	case store.PATRevoked:
-		return `revoked_at`, true
-	case store.PATLastUsed:
-		return `last_used_at`, true
-	}
-	return "", false
+func (e executor) PATRevoke(ctx context.Context, tenant, id string, at time.Time) (bool, error) {
+	n, err := e.exec(ctx, "revoke token "+id, `UPDATE pats SET revoked_at = ? WHERE tenant_id = ? AND pat_id = ?`, ms(at), tenant, id)
+	return n > 0, err
 }
 
-func (e executor) PATSetTime(ctx context.Context, p *store.PATSetTimeParams) (bool, error) {
-	col, ok := patColumn(p.Field)
-	if !ok {
-		return false, fmt.Errorf("store/sqlite: unknown token field %d", p.Field)
-	}
-	n, err := e.exec(ctx, "update token "+p.ID, `UPDATE pats SET `+col+` = ? WHERE tenant_id = ? AND pat_id = ?`, ms(p.At), p.Tenant, p.ID)
+func (e executor) PATTouch(ctx context.Context, tenant, id string, at time.Time) (bool, error) {
+	n, err := e.exec(ctx, "touch token "+id, `UPDATE pats SET last_used_at = ? WHERE tenant_id = ? AND pat_id = ?`, ms(at), tenant, id)
 	return n > 0, err
 }
 
