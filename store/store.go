@@ -1,7 +1,11 @@
 // Package store declares bastion's persistent state: review jobs with their
 // idempotency keys and cancellation decisions, the tenant unit ledger, recheck
-// limiter events, evidence crops and the targets registry's verified hosts. Adapters (store/sqlite,
-// later store/postgres) implement Store and all pass storetest.Exercise.
+// limiter events, evidence crops and the targets registry's verified hosts.
+// Adapters (store/sqlite, store/postgres) implement Store and all pass
+// storetest.Exercise. The job state machine, the unit ledger and cancel
+// arbitration are written once, in Jobs, over a Driver whose Executor runs
+// single statements of the adapter's dialect; an adapter holds only its SQL,
+// its transactions and its way of binding a tenant.
 //
 // Invariants: every row is keyed by tenant and every method takes the tenant,
 // so a row of one tenant is never read or written on behalf of another (the

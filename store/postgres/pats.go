@@ -17,87 +17,58 @@ var _ store.PATStore = (*DB)(nil)
 
 const patColumns = `tenant_id, pat_id, name, scopes, hash, created_at, expires_at, revoked_at, last_used_at`
 
-// PATPut implements auth.PATStore: the record and its hash → (tenant, id)
-// entry commit together. A duplicate id (per tenant) or hash is an error.
-func (db *DB) PATPut(ctx context.Context, rec auth.PATRecord) error {
-	if rec.Tenant == "" || rec.ID == "" {
-		return errors.New("store/postgres: a token needs a tenant and an id")
+// PATLookup asks bastion_pat_lookup (SECURITY DEFINER): the serving role
+// cannot read pat_hashes, and the function answers for this one hash with
+// its (tenant, id), so tokens cannot be enumerated.
+func (d driver) PATLookup(ctx context.Context, hash [32]byte) (string, string, error) {
+	var tenant, id string
+	err := d.db.pool.QueryRow(ctx, `SELECT tenant_id, pat_id FROM bastion_pat_lookup($1)`, hash[:]).Scan(&tenant, &id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", store.ErrNotFound
 	}
+	if err != nil {
+		return "", "", fmt.Errorf("store/postgres: token lookup: %w", err)
+	}
+	return tenant, id, nil
+}
+
+// PATInsert writes the record and its hash → (tenant, id) entry, which
+// commit together.
+func (e executor) PATInsert(ctx context.Context, rec *auth.PATRecord) error {
 	scopes := make([]string, len(rec.Scopes))
 	for i, s := range rec.Scopes {
 		scopes[i] = string(s)
 	}
-	return db.inTenant(ctx, rec.Tenant, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO pats (`+patColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-			rec.Tenant, rec.ID, rec.Name, scopes, rec.Hash[:], rec.CreatedAt.UTC(), ts(rec.ExpiresAt), ts(rec.RevokedAt), ts(rec.LastUsedAt)); err != nil {
-			return fmt.Errorf("store/postgres: put token %s: %w", rec.ID, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO pat_hashes (hash, tenant_id, pat_id) VALUES ($1, $2, $3)`,
-			rec.Hash[:], rec.Tenant, rec.ID); err != nil {
-			return fmt.Errorf("store/postgres: put token %s: %w", rec.ID, err)
-		}
-		return nil
-	})
+	if _, err := e.exec(ctx, "put token "+rec.ID, `INSERT INTO pats (`+patColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		rec.Tenant, rec.ID, rec.Name, scopes, rec.Hash[:], rec.CreatedAt.UTC(), ts(rec.ExpiresAt), ts(rec.RevokedAt), ts(rec.LastUsedAt)); err != nil {
+		return err
+	}
+	_, err := e.exec(ctx, "put token "+rec.ID, `INSERT INTO pat_hashes (hash, tenant_id, pat_id) VALUES ($1, $2, $3)`,
+		rec.Hash[:], rec.Tenant, rec.ID)
+	return err
 }
 
-// PATGetByHash implements auth.PATStore. The serving role cannot read
-// pat_hashes; bastion_pat_lookup (SECURITY DEFINER) answers for this one
-// hash with its (tenant, id), and the record is then read with that tenant
-// bound like any other.
-func (db *DB) PATGetByHash(ctx context.Context, hash [32]byte) (auth.PATRecord, error) {
-	var tenant, id string
-	err := db.pool.QueryRow(ctx, `SELECT tenant_id, pat_id FROM bastion_pat_lookup($1)`, hash[:]).Scan(&tenant, &id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return auth.PATRecord{}, auth.ErrNotFound
-	}
+func (e executor) PATGet(ctx context.Context, tenant, id string, hash [32]byte) (auth.PATRecord, error) {
+	return scanPAT(e.tx.QueryRow(ctx, `SELECT `+patColumns+` FROM pats WHERE tenant_id = $1 AND pat_id = $2 AND hash = $3`,
+		tenant, id, hash[:]))
+}
+
+func (e executor) PATList(ctx context.Context, tenant string) ([]auth.PATRecord, error) {
+	rows, err := e.tx.Query(ctx, `SELECT `+patColumns+` FROM pats WHERE tenant_id = $1 ORDER BY created_at, pat_id`, tenant)
 	if err != nil {
-		return auth.PATRecord{}, fmt.Errorf("store/postgres: token lookup: %w", err)
+		return nil, fmt.Errorf("store/postgres: list tokens: %w", err)
 	}
-	var out auth.PATRecord
-	err = db.inTenant(ctx, tenant, func(tx pgx.Tx) (err error) {
-		out, err = scanPAT(tx.QueryRow(ctx, `SELECT `+patColumns+` FROM pats WHERE tenant_id = $1 AND pat_id = $2 AND hash = $3`,
-			tenant, id, hash[:]))
-		return err
-	})
-	return out, err
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.PATRecord, error) { return scanPAT(r) })
 }
 
-// PATList implements auth.PATStore, oldest first.
-func (db *DB) PATList(ctx context.Context, tenant string) ([]auth.PATRecord, error) {
-	var out []auth.PATRecord
-	err := db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+patColumns+` FROM pats WHERE tenant_id = $1 ORDER BY created_at, pat_id`, tenant)
-		if err != nil {
-			return fmt.Errorf("store/postgres: list tokens: %w", err)
-		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (auth.PATRecord, error) { return scanPAT(r) })
-		return err
-	})
-	return out, err
+func (e executor) PATRevoke(ctx context.Context, tenant, id string, at time.Time) (bool, error) {
+	n, err := e.exec(ctx, "revoke token "+id, `UPDATE pats SET revoked_at = $1 WHERE tenant_id = $2 AND pat_id = $3`, ts(at), tenant, id)
+	return n > 0, err
 }
 
-// PATRevoke implements auth.PATStore.
-func (db *DB) PATRevoke(ctx context.Context, tenant, id string, at time.Time) error {
-	return db.patSet(ctx, `revoked_at`, tenant, id, at)
-}
-
-// PATTouch implements auth.PATToucher.
-func (db *DB) PATTouch(ctx context.Context, tenant, id string, at time.Time) error {
-	return db.patSet(ctx, `last_used_at`, tenant, id, at)
-}
-
-// patSet sets one time column; col is a constant chosen by the caller.
-func (db *DB) patSet(ctx context.Context, col, tenant, id string, at time.Time) error {
-	return db.inTenant(ctx, tenant, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE pats SET `+col+` = $1 WHERE tenant_id = $2 AND pat_id = $3`, ts(at), tenant, id)
-		if err != nil {
-			return fmt.Errorf("store/postgres: update token %s: %w", id, err)
-		}
-		if tag.RowsAffected() == 0 {
-			return auth.ErrNotFound
-		}
-		return nil
-	})
+func (e executor) PATTouch(ctx context.Context, tenant, id string, at time.Time) (bool, error) {
+	n, err := e.exec(ctx, "touch token "+id, `UPDATE pats SET last_used_at = $1 WHERE tenant_id = $2 AND pat_id = $3`, ts(at), tenant, id)
+	return n > 0, err
 }
 
 func scanPAT(row pgx.Row) (auth.PATRecord, error) {
@@ -110,7 +81,7 @@ func scanPAT(row pgx.Row) (auth.PATRecord, error) {
 	)
 	err := row.Scan(&rec.Tenant, &rec.ID, &rec.Name, &scopes, &hash, &created, &expires, &revoked, &touched)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return auth.PATRecord{}, auth.ErrNotFound
+		return auth.PATRecord{}, store.ErrNotFound
 	}
 	if err != nil {
 		return auth.PATRecord{}, fmt.Errorf("store/postgres: scan token: %w", err)

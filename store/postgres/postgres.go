@@ -63,6 +63,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/bastion-mcp/bastion/store"
 	"github.com/bastion-mcp/bastion/store/migration"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -97,8 +98,12 @@ type Options struct {
 }
 
 // DB is a store.Store and store.PATStore on PostgreSQL. It is safe for
-// concurrent use by many goroutines and many processes.
+// concurrent use by many goroutines and many processes. Its methods are
+// store.Jobs, store.Targets and store.PATs over this database's driver.
 type DB struct {
+	store.Jobs
+	store.Targets
+	store.PATs
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	migs fs.FS // the migrations this binary carries
@@ -152,6 +157,8 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("store/postgres: connect: %w", err)
 	}
 	db := &DB{pool: pool, log: logger}
+	d := driver{db: db}
+	db.Jobs, db.Targets, db.PATs = store.Jobs{Driver: d}, store.Targets{Driver: d}, store.PATs{Driver: d}
 	if err := db.open(ctx, opts); err != nil {
 		pool.Close()
 		return nil, err
@@ -255,6 +262,39 @@ func (db *DB) checkTables(ctx context.Context) ([]string, error) {
 		}
 	}
 	return owned, rows.Err()
+}
+
+// beginTenant opens a transaction bound to tenant: app.tenant_id is set for
+// this transaction only, so every row-level security policy admits the
+// tenant's rows and no other, and the binding never outlives it on a pooled
+// connection.
+func (db *DB) beginTenant(ctx context.Context, tenant string) (pgx.Tx, error) {
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store/postgres: begin: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('app.tenant_id', $1, true)`, tenant); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("store/postgres: bind tenant: %w", err)
+	}
+	return tx, nil
+}
+
+// inTenant runs fn in a transaction bound to tenant and commits when fn
+// returns nil.
+func (db *DB) inTenant(ctx context.Context, tenant string, fn func(tx pgx.Tx) error) error {
+	tx, err := db.beginTenant(ctx, tenant)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("store/postgres: commit: %w", err)
+	}
+	return nil
 }
 
 // Pool returns the serving pool, for River (riverpgxv5.New(db.Pool())).

@@ -17,29 +17,34 @@ var _ store.PATStore = (*DB)(nil)
 
 const patColumns = `tenant_id, pat_id, name, scopes, hash, created_at, expires_at, revoked_at, last_used_at`
 
-// PATPut implements auth.PATStore. A duplicate id (per tenant) or hash is an
-// error.
-func (s *DB) PATPut(ctx context.Context, rec auth.PATRecord) error {
-	if rec.Tenant == "" || rec.ID == "" {
-		return errors.New("store/sqlite: a token needs a tenant and an id")
+// PATLookup reads the pats table itself: one file has no tenant binding to
+// step around, and hash is unique across tenants.
+func (d driver) PATLookup(ctx context.Context, hash [32]byte) (string, string, error) {
+	var tenant, id string
+	err := d.db.QueryRowContext(ctx, `SELECT tenant_id, pat_id FROM pats WHERE hash = ?`, hash[:]).Scan(&tenant, &id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", store.ErrNotFound
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO pats (`+patColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	if err != nil {
+		return "", "", fmt.Errorf("store/sqlite: token lookup: %w", err)
+	}
+	return tenant, id, nil
+}
+
+func (e executor) PATInsert(ctx context.Context, rec *auth.PATRecord) error {
+	_, err := e.exec(ctx, "put token "+rec.ID, `INSERT INTO pats (`+patColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		rec.Tenant, rec.ID, rec.Name, joinScopes(rec.Scopes), rec.Hash[:], ms(rec.CreatedAt), ms(rec.ExpiresAt),
 		ms(rec.RevokedAt), ms(rec.LastUsedAt))
-	if err != nil {
-		return fmt.Errorf("store/sqlite: put token %s: %w", rec.ID, err)
-	}
-	return nil
+	return err
 }
 
-// PATGetByHash implements auth.PATStore: the one lookup not scoped by tenant.
-func (s *DB) PATGetByHash(ctx context.Context, hash [32]byte) (auth.PATRecord, error) {
-	return scanPAT(s.db.QueryRowContext(ctx, `SELECT `+patColumns+` FROM pats WHERE hash = ?`, hash[:]))
+func (e executor) PATGet(ctx context.Context, tenant, id string, hash [32]byte) (auth.PATRecord, error) {
+	return scanPAT(e.q.QueryRowContext(ctx, `SELECT `+patColumns+` FROM pats WHERE tenant_id = ? AND pat_id = ? AND hash = ?`,
+		tenant, id, hash[:]))
 }
 
-// PATList implements auth.PATStore, oldest first.
-func (s *DB) PATList(ctx context.Context, tenant string) ([]auth.PATRecord, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+patColumns+` FROM pats WHERE tenant_id = ? ORDER BY created_at, pat_id`, tenant)
+func (e executor) PATList(ctx context.Context, tenant string) ([]auth.PATRecord, error) {
+	rows, err := e.q.QueryContext(ctx, `SELECT `+patColumns+` FROM pats WHERE tenant_id = ? ORDER BY created_at, pat_id`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: list tokens: %w", err)
 	}
@@ -55,26 +60,14 @@ func (s *DB) PATList(ctx context.Context, tenant string) ([]auth.PATRecord, erro
 	return out, rows.Err()
 }
 
-// PATRevoke implements auth.PATStore.
-func (s *DB) PATRevoke(ctx context.Context, tenant, id string, at time.Time) error {
-	return s.patSet(ctx, `revoked_at`, tenant, id, at)
+func (e executor) PATRevoke(ctx context.Context, tenant, id string, at time.Time) (bool, error) {
+	n, err := e.exec(ctx, "revoke token "+id, `UPDATE pats SET revoked_at = ? WHERE tenant_id = ? AND pat_id = ?`, ms(at), tenant, id)
+	return n > 0, err
 }
 
-// PATTouch implements auth.PATToucher.
-func (s *DB) PATTouch(ctx context.Context, tenant, id string, at time.Time) error {
-	return s.patSet(ctx, `last_used_at`, tenant, id, at)
-}
-
-// patSet sets one time column; col is a constant chosen by the caller.
-func (s *DB) patSet(ctx context.Context, col, tenant, id string, at time.Time) error {
-	r, err := s.db.ExecContext(ctx, `UPDATE pats SET `+col+` = ? WHERE tenant_id = ? AND pat_id = ?`, ms(at), tenant, id)
-	if err != nil {
-		return fmt.Errorf("store/sqlite: update token %s: %w", id, err)
-	}
-	if n, _ := r.RowsAffected(); n == 0 {
-		return auth.ErrNotFound
-	}
-	return nil
+func (e executor) PATTouch(ctx context.Context, tenant, id string, at time.Time) (bool, error) {
+	n, err := e.exec(ctx, "touch token "+id, `UPDATE pats SET last_used_at = ? WHERE tenant_id = ? AND pat_id = ?`, ms(at), tenant, id)
+	return n > 0, err
 }
 
 func scanPAT(row interface{ Scan(...any) error }) (auth.PATRecord, error) {
@@ -86,7 +79,7 @@ func scanPAT(row interface{ Scan(...any) error }) (auth.PATRecord, error) {
 	)
 	err := row.Scan(&rec.Tenant, &rec.ID, &rec.Name, &scopes, &hash, &created, &expires, &revoked, &touched)
 	if errors.Is(err, sql.ErrNoRows) {
-		return auth.PATRecord{}, auth.ErrNotFound
+		return auth.PATRecord{}, store.ErrNotFound
 	}
 	if err != nil {
 		return auth.PATRecord{}, fmt.Errorf("store/sqlite: scan token: %w", err)

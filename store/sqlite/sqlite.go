@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bastion-mcp/bastion/store"
 	"github.com/bastion-mcp/bastion/store/migration"
 
 	"github.com/riverqueue/river/riverdriver/riversqlite"
@@ -55,7 +56,12 @@ type Options struct {
 }
 
 // DB is a store.Store on one SQLite file. It is safe for concurrent use.
+// Its methods are store.Jobs, store.Targets and store.PATs over this file's
+// driver.
 type DB struct {
+	store.Jobs
+	store.Targets
+	store.PATs
 	db   *sql.DB
 	migs fs.FS // the migrations this binary carries
 }
@@ -205,7 +211,8 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("store/sqlite: river migrations: %w", err)
 	}
-	return &DB{db: db, migs: migs}, nil
+	d := driver{db: db}
+	return &DB{Jobs: store.Jobs{Driver: d}, Targets: store.Targets{Driver: d}, PATs: store.PATs{Driver: d}, db: db, migs: migs}, nil
 }
 
 // Migrated reports whether every migration this binary carries is applied
@@ -312,5 +319,3 @@ func fromMS(v int64) time.Time {
 	}
 	return time.UnixMilli(v).UTC()
 }
-
-var errNilParams = errors.New("store/sqlite: nil params")

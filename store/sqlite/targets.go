@@ -6,25 +6,20 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bastion-mcp/bastion/store"
 	"github.com/bastion-mcp/bastion/targets"
 )
 
 var _ targets.Store = (*DB)(nil)
 
-// TargetPut implements targets.Store: an upsert by (tenant, host).
-func (s *DB) TargetPut(ctx context.Context, t targets.Target) error {
-	if t.Tenant == "" || t.Host == "" {
-		return errors.New("store/sqlite: target needs a tenant and a host")
-	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO targets (tenant_id, host, token, method, created_at, verified_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
+const targetColumns = `tenant_id, host, token, method, created_at, verified_at, expires_at`
+
+func (e executor) TargetUpsert(ctx context.Context, t *targets.Target) error {
+	_, err := e.exec(ctx, "put target", `INSERT INTO targets (`+targetColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant_id, host) DO UPDATE SET token = excluded.token, method = excluded.method,
 			created_at = excluded.created_at, verified_at = excluded.verified_at, expires_at = excluded.expires_at`,
 		t.Tenant, t.Host, t.Token, t.Method, ms(t.CreatedAt), ms(t.VerifiedAt), ms(t.ExpiresAt))
-	if err != nil {
-		return fmt.Errorf("store/sqlite: put target: %w", err)
-	}
-	return nil
+	return err
 }
 
 func scanTarget(row interface{ Scan(...any) error }) (targets.Target, error) {
@@ -34,7 +29,7 @@ func scanTarget(row interface{ Scan(...any) error }) (targets.Target, error) {
 	)
 	err := row.Scan(&t.Tenant, &t.Host, &t.Token, &t.Method, &created, &verified, &expire)
 	if errors.Is(err, sql.ErrNoRows) {
-		return targets.Target{}, targets.ErrNotFound
+		return targets.Target{}, store.ErrNotFound
 	}
 	if err != nil {
 		return targets.Target{}, fmt.Errorf("store/sqlite: scan target: %w", err)
@@ -43,16 +38,12 @@ func scanTarget(row interface{ Scan(...any) error }) (targets.Target, error) {
 	return t, nil
 }
 
-const targetColumns = `tenant_id, host, token, method, created_at, verified_at, expires_at`
-
-// TargetGet implements targets.Store; a missing target is targets.ErrNotFound.
-func (s *DB) TargetGet(ctx context.Context, tenant, host string) (targets.Target, error) {
-	return scanTarget(s.db.QueryRowContext(ctx, `SELECT `+targetColumns+` FROM targets WHERE tenant_id = ? AND host = ?`, tenant, host))
+func (e executor) TargetGet(ctx context.Context, tenant, host string) (targets.Target, error) {
+	return scanTarget(e.q.QueryRowContext(ctx, `SELECT `+targetColumns+` FROM targets WHERE tenant_id = ? AND host = ?`, tenant, host))
 }
 
-// TargetList implements targets.Store, ordered by host.
-func (s *DB) TargetList(ctx context.Context, tenant string) ([]targets.Target, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+targetColumns+` FROM targets WHERE tenant_id = ? ORDER BY host`, tenant)
+func (e executor) TargetList(ctx context.Context, tenant string) ([]targets.Target, error) {
+	rows, err := e.q.QueryContext(ctx, `SELECT `+targetColumns+` FROM targets WHERE tenant_id = ? ORDER BY host`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: list targets: %w", err)
 	}
@@ -68,14 +59,7 @@ func (s *DB) TargetList(ctx context.Context, tenant string) ([]targets.Target, e
 	return out, rows.Err()
 }
 
-// TargetDelete implements targets.Store; a missing target is targets.ErrNotFound.
-func (s *DB) TargetDelete(ctx context.Context, tenant, host string) error {
-	r, err := s.db.ExecContext(ctx, `DELETE FROM targets WHERE tenant_id = ? AND host = ?`, tenant, host)
-	if err != nil {
-		return fmt.Errorf("store/sqlite: delete target: %w", err)
-	}
-	if n, _ := r.RowsAffected(); n == 0 {
-		return targets.ErrNotFound
-	}
-	return nil
+func (e executor) TargetDelete(ctx context.Context, tenant, host string) (bool, error) {
+	n, err := e.exec(ctx, "delete target", `DELETE FROM targets WHERE tenant_id = ? AND host = ?`, tenant, host)
+	return n > 0, err
 }
