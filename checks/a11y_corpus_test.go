@@ -64,8 +64,8 @@ func frozenTab(t testing.TB, b *browser) *tab {
 // TestAccessibilityCases runs the labelled accessibility cases of
 // testdata/a11y (contrast, accessible names, clipped text, each with its
 // published exceptions) through the capture and the checks in real Chromium
-// and scores each kind: precision must be 1 and recall at least 0.93, the
-// figures axe-core reaches on cases of this kind.
+// and scores each kind: precision must be 1 and recall at least 0.93.
+// TestAccessibilityCasesAgainstAxe scores axe-core on the same cases.
 func TestAccessibilityCases(t *testing.T) {
 	cases, base, b := openA11yCases(t)
 	got := reviewA11yCases(t, b, base, cases)
