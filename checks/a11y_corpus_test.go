@@ -64,9 +64,51 @@ func frozenTab(t testing.TB, b *browser) *tab {
 // TestAccessibilityCases runs the labelled accessibility cases of
 // testdata/a11y (contrast, accessible names, clipped text, each with its
 // published exceptions) through the capture and the checks in real Chromium
-// and scores each kind: precision must be 1 and recall at least 0.93, the
-// figures axe-core reaches on cases of this kind.
+// and scores each kind: precision must be 1 and recall at least 0.93.
+// TestAccessibilityCasesAgainstAxe scores axe-core on the same cases.
 func TestAccessibilityCases(t *testing.T) {
+	cases, base, b := openA11yCases(t)
+	got := reviewA11yCases(t, b, base, cases)
+	score := newA11yScore()
+	for _, c := range cases {
+		fs, ok := got[c.File]
+		if !ok {
+			continue
+		}
+		if *onlyCase != "" {
+			for _, f := range fs {
+				t.Logf("%s %s advisory=%v %s %v", f.Kind, f.Selector, f.Advisory, f.Title, f.Facts)
+			}
+		}
+		score.add(t, "bastion", c, bastionFlags(c, fs))
+	}
+	var tbl strings.Builder
+	row := func(name string, x *a11yTally) {
+		fmt.Fprintf(&tbl, "%-34s %5d %4d %4d %4d %9.2f %6.2f\n", name, x.cases, x.tp, x.fp, x.fn, x.precision(), x.recall())
+	}
+	fmt.Fprintf(&tbl, "%-34s %5s %4s %4s %4s %9s %6s\n", "kind", "cases", "tp", "fp", "fn", "precision", "recall")
+	for _, k := range sortedKeys(score.kinds) {
+		row(k, score.kinds[k])
+	}
+	fmt.Fprintf(&tbl, "by class:\n")
+	for _, k := range sortedKeys(score.classes) {
+		row("  "+k, score.classes[k])
+	}
+	t.Logf("accessibility cases (desktop):\n%s", tbl.String())
+	if *onlyCase != "" {
+		return
+	}
+	for _, k := range sortedKeys(score.kinds) {
+		if x := score.kinds[k]; x.precision() < 1 || x.recall() < 0.93 {
+			t.Errorf("%s: precision %.2f recall %.2f; want 1.00 and at least 0.93", k, x.precision(), x.recall())
+		}
+	}
+}
+
+// openA11yCases reads testdata/a11y/labels.json (only the -a11y.case file
+// when that is set), serves the directory on loopback and starts Chromium.
+func openA11yCases(t *testing.T) ([]a11yCase, string, *browser) {
+	t.Helper()
 	dir := filepath.Join("testdata", "a11y")
 	raw, err := os.ReadFile(filepath.Join(dir, "labels.json"))
 	if err != nil {
@@ -79,11 +121,19 @@ func TestAccessibilityCases(t *testing.T) {
 	if *onlyCase == "" && len(labels.Cases) < 60 {
 		t.Errorf("%d cases; want at least 60", len(labels.Cases))
 	}
-	b := newBrowser(t)
-	base := serveCorpus(t, dir)
+	var cases []a11yCase
+	for _, c := range labels.Cases {
+		if *onlyCase == "" || c.File == *onlyCase {
+			cases = append(cases, c)
+		}
+	}
+	return cases, serveCorpus(t, dir), newBrowser(t)
+}
 
-	var mu sync.Mutex
-	got := map[string][]design.Finding{}
+// eachA11yCase calls do for every case on one of two tabs that load pages
+// the way a capture does; calls on different tabs run concurrently.
+func eachA11yCase(t *testing.T, b *browser, cases []a11yCase, do func(tb *tab, c a11yCase)) {
+	t.Helper()
 	queue := make(chan a11yCase)
 	var wg sync.WaitGroup
 	for range 2 {
@@ -93,86 +143,97 @@ func TestAccessibilityCases(t *testing.T) {
 			defer wg.Done()
 			defer tb.cancel()
 			for c := range queue {
-				s := tb.snapshot(t, base+"/"+c.File, design.Desktop)
-				fs := checks.Run(s, checks.Config{})
-				mu.Lock()
-				got[c.File] = fs
-				mu.Unlock()
+				do(tb, c)
 			}
 		}()
 	}
-	for _, c := range labels.Cases {
-		if *onlyCase == "" || c.File == *onlyCase {
-			queue <- c
-		}
+	for _, c := range cases {
+		queue <- c
 	}
 	close(queue)
 	wg.Wait()
+}
 
-	kinds, classes := map[string]*a11yTally{}, map[string]*a11yTally{}
-	tally := func(m map[string]*a11yTally, k string) *a11yTally {
-		if m[k] == nil {
-			m[k] = &a11yTally{}
-		}
-		return m[k]
-	}
-	for _, c := range labels.Cases {
-		fs, ok := got[c.File]
-		if !ok {
+// reviewA11yCases collects every case at the desktop viewport and runs the
+// checks on it: the findings by case file.
+func reviewA11yCases(t *testing.T, b *browser, base string, cases []a11yCase) map[string][]design.Finding {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[string][]design.Finding{}
+	eachA11yCase(t, b, cases, func(tb *tab, c a11yCase) {
+		s := tb.snapshot(t, base+"/"+c.File, design.Desktop)
+		fs := checks.Run(s, checks.Config{})
+		mu.Lock()
+		got[c.File] = fs
+		mu.Unlock()
+	})
+	return got
+}
+
+// a11yFlag is one element a judge (bastion or axe-core) flagged for a
+// case's kind: whether it is the case's labelled element, and what to log.
+type a11yFlag struct {
+	onTarget bool
+	what     string
+}
+
+// bastionFlags are the findings of c's kind; one is on target when its
+// selector, or one of the selectors it also stands for, is c's.
+func bastionFlags(c a11yCase, fs []design.Finding) []a11yFlag {
+	var flags []a11yFlag
+	for _, f := range fs {
+		if f.Kind != c.Kind {
 			continue
 		}
-		tp, fp, fn := 0, 0, 0
-		hit := false
-		for _, f := range fs {
-			if *onlyCase != "" {
-				t.Logf("%s %s advisory=%v %s %v", f.Kind, f.Selector, f.Advisory, f.Title, f.Facts)
-			}
-			if f.Kind != c.Kind {
-				continue
-			}
-			if c.Expect == "failed" && (f.Selector == c.Selector || slices.Contains(alsoSelectors(f), c.Selector)) {
-				hit = true
-				continue
-			}
-			fp++
-			t.Logf("false positive: %s (%s): %s on %s %v", c.File, c.Note, f.Title, f.Selector, f.Facts)
+		on := f.Selector == c.Selector || slices.Contains(alsoSelectors(f), c.Selector)
+		flags = append(flags, a11yFlag{onTarget: on, what: fmt.Sprintf("%s on %s %v", f.Title, f.Selector, f.Facts)})
+	}
+	return flags
+}
+
+// a11yScore is one judge's tallies by kind and by kind/class.
+type a11yScore struct{ kinds, classes map[string]*a11yTally }
+
+func newA11yScore() *a11yScore {
+	return &a11yScore{kinds: map[string]*a11yTally{}, classes: map[string]*a11yTally{}}
+}
+
+// add scores one case, one verdict per case: a true positive when a flag
+// is on the labelled element of a failed case, a false negative when none
+// is, and a false positive when any flag is elsewhere (on a passed case,
+// any flag at all). It logs the misses and false positives as judge's.
+func (s *a11yScore) add(t *testing.T, judge string, c a11yCase, flags []a11yFlag) (tp, fp, fn int) {
+	t.Helper()
+	hit := false
+	for _, f := range flags {
+		if c.Expect == "failed" && f.onTarget {
+			hit = true
+			continue
 		}
-		if c.Expect == "failed" {
-			if hit {
-				tp = 1
-			} else {
-				fn = 1
-				t.Logf("missed: %s (%s): want %s on %s", c.File, c.Note, c.Kind, c.Selector)
-			}
+		if fp == 0 {
+			fp = 1
 		}
-		if fp > 1 {
-			fp = 1 // one verdict per case
-		}
-		for _, x := range []*a11yTally{tally(kinds, c.Kind), tally(classes, c.Kind+"/"+c.Class)} {
-			x.tp, x.fp, x.fn, x.cases = x.tp+tp, x.fp+fp, x.fn+fn, x.cases+1
-		}
+		t.Logf("%s false positive: %s (%s): %s", judge, c.File, c.Note, f.what)
 	}
-	var tbl strings.Builder
-	row := func(name string, x *a11yTally) {
-		fmt.Fprintf(&tbl, "%-34s %5d %4d %4d %4d %9.2f %6.2f\n", name, x.cases, x.tp, x.fp, x.fn, x.precision(), x.recall())
-	}
-	fmt.Fprintf(&tbl, "%-34s %5s %4s %4s %4s %9s %6s\n", "kind", "cases", "tp", "fp", "fn", "precision", "recall")
-	for _, k := range sortedKeys(kinds) {
-		row(k, kinds[k])
-	}
-	fmt.Fprintf(&tbl, "by class:\n")
-	for _, k := range sortedKeys(classes) {
-		row("  "+k, classes[k])
-	}
-	t.Logf("accessibility cases (desktop):\n%s", tbl.String())
-	if *onlyCase != "" {
-		return
-	}
-	for _, k := range sortedKeys(kinds) {
-		if x := kinds[k]; x.precision() < 1 || x.recall() < 0.93 {
-			t.Errorf("%s: precision %.2f recall %.2f; want 1.00 and at least 0.93", k, x.precision(), x.recall())
+	if c.Expect == "failed" {
+		if hit {
+			tp = 1
+		} else {
+			fn = 1
+			t.Logf("%s missed: %s (%s): want %s on %s", judge, c.File, c.Note, c.Kind, c.Selector)
 		}
 	}
+	for _, x := range []*a11yTally{tallyOf(s.kinds, c.Kind), tallyOf(s.classes, c.Kind+"/"+c.Class)} {
+		x.tp, x.fp, x.fn, x.cases = x.tp+tp, x.fp+fp, x.fn+fn, x.cases+1
+	}
+	return tp, fp, fn
+}
+
+func tallyOf(m map[string]*a11yTally, k string) *a11yTally {
+	if m[k] == nil {
+		m[k] = &a11yTally{}
+	}
+	return m[k]
 }
 
 func alsoSelectors(f design.Finding) []string {

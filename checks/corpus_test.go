@@ -86,6 +86,18 @@ func (tb *tab) snapshot(t testing.TB, url string, vp design.Viewport) *checks.Sn
 	t.Helper()
 	ctx, tcancel := context.WithTimeout(tb.ctx, 30*time.Second)
 	defer tcancel()
+	tb.load(ctx, t, url, vp)
+	s, err := checks.Collect(ctx, vp)
+	if err != nil {
+		t.Fatalf("%s @%s: Collect: %v", url, vp, err)
+	}
+	return s
+}
+
+// load navigates the tab to url at vp and waits until the page, its fonts
+// and two frames after them are done, as a capture does before measuring.
+func (tb *tab) load(ctx context.Context, t testing.TB, url string, vp design.Viewport) {
+	t.Helper()
 	w, h, _ := vp.Size()
 	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
 		Width: int64(w), Height: int64(h), DeviceScaleFactor: 1, Mobile: vp != design.Desktop,
@@ -102,11 +114,6 @@ func (tb *tab) snapshot(t testing.TB, url string, vp design.Viewport) *checks.Sn
 		return true })()`, chromedp.EvalAwaitPromise)); err != nil {
 		t.Fatalf("%s: waiting for load: %v", url, err)
 	}
-	s, err := checks.Collect(ctx, vp)
-	if err != nil {
-		t.Fatalf("%s @%s: Collect: %v", url, vp, err)
-	}
-	return s
 }
 
 // serveCorpus serves dir on loopback.

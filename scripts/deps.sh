@@ -25,14 +25,36 @@ command -v chromium >/dev/null 2>&1 || [ -n "${BASTION_CHROME:-}" ] || need+=(ch
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 
+# axe-core, the reference the accessibility cases are compared with
+# (checks.TestAccessibilityCasesAgainstAxe), comes from the npm registry at a
+# pinned version into a cache outside the repository; internal/testenv finds
+# it there (BASTION_AXE_CACHE names another cache). It needs no root, so it is
+# installed whether or not the system packages can be.
+AXE="axe-core@${AXE_VERSION:-4.14.1}"
+AXE_CACHE="${BASTION_AXE_CACHE:-$HOME/.cache/bastion-axe}"
+install_axe() {
+  command -v npm >/dev/null 2>&1 || return 0
+  local have
+  have="$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$AXE_CACHE/node_modules/axe-core/package.json" 2>/dev/null | head -n1 || true)"
+  [ "axe-core@$have" = "$AXE" ] && [ -f "$AXE_CACHE/node_modules/axe-core/axe.min.js" ] && return 0
+  mkdir -p "$AXE_CACHE"
+  [ -f "$AXE_CACHE/package.json" ] || printf '{"name":"bastion-axe","private":true}\n' >"$AXE_CACHE/package.json"
+  echo "deps: installing $AXE into $AXE_CACHE" >&2
+  (cd "$AXE_CACHE" && npm install --no-audit --no-fund --silent --save-exact "$AXE") >&2 ||
+    echo "deps: could not install $AXE; the axe-core comparison test will skip" >&2
+}
+
 if [ ${#need[@]} -eq 0 ]; then
+  install_axe
   exit 0
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "deps: missing ${need[*]}; install them (Debian: apt-get install ${need[*]}) or tests that need them will skip" >&2
+  install_axe
   exit 0
 fi
 echo "deps: installing ${need[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+install_axe
