@@ -146,19 +146,20 @@ func axeCase(tb *tab, t *testing.T, url, src string, c a11yCase) (axeResult, err
 	return r, nil
 }
 
-// TestAccessibilityCasesAgainstAxe scores axe-core (from npm, installed by
+// compareWithAxe scores axe-core (from npm, installed by
 // scripts/deps.sh) on the same accessibility cases as bastion, in the same
 // Chromium at the same viewport, and prints both side by side per kind and
 // class. Issue 12's goal is at least axe-core's precision and recall for
 // every kind both judge, so bastion below axe-core on either fails, naming
 // the cases axe-core got right and bastion did not.
-func TestAccessibilityCasesAgainstAxe(t *testing.T) {
+//
+// It runs as TestAccessibilityCases's subtest "axe-core" on the findings
+// that test already measured, so each case is judged by bastion once.
+func compareWithAxe(t *testing.T, b *browser, base string, cases []a11yCase, findings map[string][]design.Finding) {
 	src, err := os.ReadFile(testenv.AxeCore(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases, base, b := openA11yCases(t)
-	findings := reviewA11yCases(t, b, base, cases)
 	axe := runAxe(t, b, base, string(src), cases)
 
 	ours, theirs := newA11yScore(), newA11yScore()

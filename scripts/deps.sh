@@ -26,7 +26,7 @@ command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 
 # axe-core, the reference the accessibility cases are compared with
-# (checks.TestAccessibilityCasesAgainstAxe), comes from the npm registry at a
+# (checks.TestAccessibilityCases/axe-core), comes from the npm registry at a
 # pinned version into a cache outside the repository; internal/testenv finds
 # it there (BASTION_AXE_CACHE names another cache). It needs no root, so it is
 # installed whether or not the system packages can be.
