@@ -179,8 +179,14 @@ func TestContainerEscape(t *testing.T) {
 	row := p.add(checks.Element{Parent: card2, Tag: "div", Selector: "div.row", Box: box(4, 500, 324, 100)})
 	col := p.add(checks.Element{Parent: row, Tag: "div", Selector: "div.col", Box: box(4, 500, 162, 100)})
 	p.add(checks.Element{Parent: col, Tag: "p", Selector: "div.col > p", Text: &checks.Text{Chars: 4}, Box: box(16, 500, 138, 20)})
+	// AsciiDoc's footer draws only a top rule: its text running past the
+	// footer's bottom crosses no drawn edge; past a bottom rule it does.
+	foot := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "#footer", Bounded: true, Edges: "t", Box: box(16, 700, 300, 8)})
+	p.add(checks.Element{Parent: foot, Tag: "div", Selector: "#footer-text", Text: &checks.Text{Chars: 20}, Box: box(16, 700, 300, 30)})
+	ruled := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.ruled", Bounded: true, Edges: "b", Box: box(16, 800, 300, 8)})
+	p.add(checks.Element{Parent: ruled, Tag: "div", Selector: "div.ruled > div", Text: &checks.Text{Chars: 20}, Box: box(16, 800, 300, 30)})
 	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindContainerEscape)
-	if want := []string{"div.chart"}; !slices.Equal(got, want) {
+	if want := []string{"div.chart", "div.ruled > div"}; !slices.Equal(got, want) {
 		t.Errorf("container_escape = %v; want %v", got, want)
 	}
 }
@@ -215,6 +221,11 @@ func TestOverlapBlamesBranchAndSkipsOverlays(t *testing.T) {
 	by := p.add(checks.Element{Parent: meta, Tag: "p", Selector: "div.meta > p", Box: box(0, 20, 600, 24), Text: text("rgb(0, 0, 0)")})
 	badge := p.add(checks.Element{Parent: art, Tag: "span", Selector: "span.badge", Position: "absolute", Box: box(500, 0, 60, 24), Text: text("rgb(0, 0, 0)")})
 	tight := p.add(checks.Element{Parent: art, Tag: "p", Selector: "p.tight", Box: box(0, 60, 600, 24), Text: text("rgb(0, 0, 0)")})
+	// A paragraph pulled up under a heading (margin-top: -1.6em) until the
+	// heading's descenders run into its ascenders.
+	sum := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.summary", Box: box(0, 400, 600, 60)})
+	head := p.add(checks.Element{Parent: sum, Tag: "h3", Selector: "div.summary > h3", Box: box(0, 400, 600, 25), Text: text("rgb(0, 0, 0)")})
+	pulled := p.add(checks.Element{Parent: sum, Tag: "p", Selector: "div.summary > p", Box: box(0, 418, 600, 22), Text: text("rgb(0, 0, 0)")})
 	// Sphinx's copy button: a transparent, bordered, absolutely positioned
 	// ">>>" in a code block's corner, over the code's first line.
 	code := p.add(checks.Element{Parent: art, Tag: "div", Selector: "div.highlight", Box: box(0, 100, 600, 80)})
@@ -226,12 +237,13 @@ func TestOverlapBlamesBranchAndSkipsOverlays(t *testing.T) {
 	p.s.Overlaps = []checks.Overlap{
 		{Top: by, Bottom: title, Area: 4000, W: 200, H: 20, LineH: 22},
 		{Top: badge, Bottom: title, Area: 1000, W: 60, H: 20, LineH: 22, Surface: true}, // opaque badge: deliberate
-		{Top: tight, Bottom: by, Area: 300, W: 300, H: 1, LineH: 22},                    // glyph boxes touching
+		{Top: tight, Bottom: by, Area: 300, W: 300, H: 0.8, LineH: 16},                  // ink grazing
+		{Top: pulled, Bottom: head, Area: 350, W: 184, H: 1.9, LineH: 16},               // descenders into ascenders
 		{Top: copyBtn, Bottom: pre, Area: 221, W: 25, H: 8.8, LineH: 12},                // bordered overlay: deliberate
 		{Top: stray, Bottom: pre, Area: 600, W: 60, H: 12, LineH: 12},
 	}
 	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindOverlap)
-	if want := []string{"div.meta", "span.stray"}; !slices.Equal(got, want) {
+	if want := []string{"div.meta", "span.stray", "div.summary > p"}; !slices.Equal(got, want) {
 		t.Errorf("overlap = %v; want %v (the byline's branch under the article)", got, want)
 	}
 }

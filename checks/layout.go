@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/bastion-mcp/bastion/design"
 	"math"
+	"strings"
 )
 
 // viewport's right edge.
@@ -137,9 +138,15 @@ func (j *judge) containerEscape() {
 	ext, has := j.paintedExtents()
 	// An element escapes on a side by as far as both its box and what it
 	// paints reach past the container's.
+	// Only across an edge the container draws: past the bottom of a box
+	// that draws only a top rule, nothing visibly escapes.
 	escape := func(e, b *Element) (right, bottom, left float64) {
 		x, o := ext[e.Index], e.Box
-		return math.Min(x.X+x.W, o.X+o.W) - (b.Box.X + b.Box.W), math.Min(x.Y+x.H, o.Y+o.H) - (b.Box.Y + b.Box.H), b.Box.X - math.Max(x.X, o.X)
+		right, bottom, left = math.Min(x.X+x.W, o.X+o.W)-(b.Box.X+b.Box.W), math.Min(x.Y+x.H, o.Y+o.H)-(b.Box.Y+b.Box.H), b.Box.X-math.Max(x.X, o.X)
+		if b.Edges != "" {
+			right, bottom, left = drawn(b.Edges, 'r', right), drawn(b.Edges, 'b', bottom), drawn(b.Edges, 'l', left)
+		}
+		return right, bottom, left
 	}
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
@@ -204,6 +211,14 @@ func (j *judge) containerEscape() {
 			Fix:   fmt.Sprintf("Let %s fit %s: give it max-width: 100%% or min-width: 0 (flex/grid items), allow wrapping (overflow-wrap: anywhere), or drop the fixed height on the container.", e.Selector, b.Selector),
 		})
 	}
+}
+
+// drawn is v when edges includes side, else 0.
+func drawn(edges string, side rune, v float64) float64 {
+	if strings.ContainsRune(edges, side) {
+		return v
+	}
+	return 0
 }
 
 // paintedExtents returns, for each element, the union of the boxes that
@@ -290,7 +305,8 @@ func (j *judge) textClipped() {
 	}
 }
 
-// overlap: unrelated text whose line boxes intersect with no opaque surface
+// overlap: unrelated text whose ink (the extent of its glyphs: a heading's
+// descenders, the next line's ascenders) intersects with no opaque surface
 // between them and no drawn overlay box around the top text (an opaque
 // surface, or an absolutely positioned box with its own border, background
 // or shadow, means a deliberate overlay such as a badge, a code block's
@@ -303,8 +319,8 @@ func (j *judge) overlap() {
 		if top == nil || bottom == nil || o.Surface || !shown(top) || !shown(bottom) {
 			continue
 		}
-		if o.W < 4 || o.H < math.Max(3, 0.3*o.LineH) {
-			continue // glyph boxes that merely touch
+		if o.W < 4 || o.H < math.Max(1, 0.1*o.LineH) {
+			continue // ink that merely touches (a subpixel graze)
 		}
 		off := j.branch(o.Top, o.Bottom)
 		if off == nil || seen[off.Selector] || j.overlay(top, off) {
