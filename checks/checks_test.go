@@ -2,6 +2,7 @@ package checks_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -131,10 +132,32 @@ func TestViewportOverflowBlamesOutermost(t *testing.T) {
 	el := text("rgb(0, 0, 0)")
 	el.Rects = []design.Rect{box(16, 440, 560, 22)}
 	p.add(checks.Element{Parent: main, Tag: "p", Selector: "p.ellipsis", OwnClipX: true, Box: box(16, 440, 358, 22), Text: el})
+	// A pre whose synopsis line of keywords and inline ems runs past the
+	// edge: the pre is the offender, once, however many ems cross.
+	syn := text("rgb(0, 0, 0)")
+	syn.Rects = []design.Rect{box(16, 480, 200, 16)}
+	pre := p.add(checks.Element{Parent: main, Tag: "pre", Selector: "pre.synopsis", Box: box(16, 480, 358, 64), Text: syn})
+	for k, x := range []float64{200, 330, 370} {
+		t := text("rgb(0, 0, 0)")
+		t.Rects = []design.Rect{box(x, 480, 90, 16)}
+		p.add(checks.Element{Parent: pre, Tag: "em", Display: "inline", Selector: fmt.Sprintf("pre.synopsis > em:nth-of-type(%d)", k+1), Box: box(x, 480, 90, 16), Text: t})
+	}
+	// An inline span alone in its box (no text of its own around it) is
+	// the offender itself.
+	card := p.add(checks.Element{Parent: main, Tag: "div", Selector: "div.profile", Box: box(16, 560, 358, 40)})
+	mail := text("rgb(0, 0, 0)")
+	mail.Rects = []design.Rect{box(16, 560, 420, 22)}
+	p.add(checks.Element{Parent: card, Tag: "span", Display: "inline", Selector: "span.email", Box: box(16, 560, 420, 22), Text: mail})
 
-	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindViewportOverflow)
-	if want := []string{"div.wide", "p.url"}; !slices.Equal(got, want) {
+	fs := checks.Run(p.s, checks.Config{})
+	got := kindsOf(fs, checks.KindViewportOverflow)
+	if want := []string{"div.wide", "p.url", "pre.synopsis", "span.email"}; !slices.Equal(got, want) {
 		t.Errorf("viewport_overflow = %v; want %v", got, want)
+	}
+	for _, f := range fs {
+		if f.Selector == "pre.synopsis" && f.Facts["element_right"] != 460.0 {
+			t.Errorf("pre.synopsis facts = %v; want its furthest em's end, 460", f.Facts)
+		}
 	}
 }
 
@@ -156,8 +179,14 @@ func TestContainerEscape(t *testing.T) {
 	row := p.add(checks.Element{Parent: card2, Tag: "div", Selector: "div.row", Box: box(4, 500, 324, 100)})
 	col := p.add(checks.Element{Parent: row, Tag: "div", Selector: "div.col", Box: box(4, 500, 162, 100)})
 	p.add(checks.Element{Parent: col, Tag: "p", Selector: "div.col > p", Text: &checks.Text{Chars: 4}, Box: box(16, 500, 138, 20)})
+	// AsciiDoc's footer draws only a top rule: its text running past the
+	// footer's bottom crosses no drawn edge; past a bottom rule it does.
+	foot := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "#footer", Bounded: true, Edges: "t", Box: box(16, 700, 300, 8)})
+	p.add(checks.Element{Parent: foot, Tag: "div", Selector: "#footer-text", Text: &checks.Text{Chars: 20}, Box: box(16, 700, 300, 30)})
+	ruled := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.ruled", Bounded: true, Edges: "b", Box: box(16, 800, 300, 8)})
+	p.add(checks.Element{Parent: ruled, Tag: "div", Selector: "div.ruled > div", Text: &checks.Text{Chars: 20}, Box: box(16, 800, 300, 30)})
 	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindContainerEscape)
-	if want := []string{"div.chart"}; !slices.Equal(got, want) {
+	if want := []string{"div.chart", "div.ruled > div"}; !slices.Equal(got, want) {
 		t.Errorf("container_escape = %v; want %v", got, want)
 	}
 }
@@ -172,9 +201,13 @@ func TestTextClippedExceptions(t *testing.T) {
 	p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.teaser", Box: box(0, 170, 200, 100), Clip: &checks.Clip{Y: 300, Masked: true}})
 	p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.collapsed", Box: box(0, 280, 200, 100), Clip: &checks.Clip{Y: 300, Collapsed: true}})
 	p.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.subpixel", Box: box(0, 400, 200, 24), Clip: &checks.Clip{X: 0.6}})
+	// The body's overflow-x: hidden is the viewport's edge: text cut off
+	// there is viewport_overflow's; cut off at its bottom, it is clipped.
+	p.s.Elements[1].Clip = &checks.Clip{X: 217}
+	p.s.Elements[0].Clip = &checks.Clip{X: 20, Y: 30}
 
 	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindTextClipped)
-	if want := []string{"p.cut", "p.ellipsis-and-short"}; !slices.Equal(got, want) {
+	if want := []string{"html", "p.cut", "p.ellipsis-and-short"}; !slices.Equal(got, want) {
 		t.Errorf("text_clipped = %v; want %v", got, want)
 	}
 }
@@ -188,13 +221,29 @@ func TestOverlapBlamesBranchAndSkipsOverlays(t *testing.T) {
 	by := p.add(checks.Element{Parent: meta, Tag: "p", Selector: "div.meta > p", Box: box(0, 20, 600, 24), Text: text("rgb(0, 0, 0)")})
 	badge := p.add(checks.Element{Parent: art, Tag: "span", Selector: "span.badge", Position: "absolute", Box: box(500, 0, 60, 24), Text: text("rgb(0, 0, 0)")})
 	tight := p.add(checks.Element{Parent: art, Tag: "p", Selector: "p.tight", Box: box(0, 60, 600, 24), Text: text("rgb(0, 0, 0)")})
+	// A paragraph pulled up under a heading (margin-top: -1.6em) until the
+	// heading's descenders run into its ascenders.
+	sum := p.add(checks.Element{Parent: 1, Tag: "div", Selector: "div.summary", Box: box(0, 400, 600, 60)})
+	head := p.add(checks.Element{Parent: sum, Tag: "h3", Selector: "div.summary > h3", Box: box(0, 400, 600, 25), Text: text("rgb(0, 0, 0)")})
+	pulled := p.add(checks.Element{Parent: sum, Tag: "p", Selector: "div.summary > p", Box: box(0, 418, 600, 22), Text: text("rgb(0, 0, 0)")})
+	// Sphinx's copy button: a transparent, bordered, absolutely positioned
+	// ">>>" in a code block's corner, over the code's first line.
+	code := p.add(checks.Element{Parent: art, Tag: "div", Selector: "div.highlight", Box: box(0, 100, 600, 80)})
+	pre := p.add(checks.Element{Parent: code, Tag: "pre", Selector: "pre", Box: box(0, 100, 600, 80), Text: text("rgb(0, 0, 0)")})
+	copyBtn := p.add(checks.Element{Parent: code, Tag: "span", Selector: "span.copybutton", Position: "absolute", Bounded: true, Box: box(570, 100, 30, 14), Text: text("rgb(0, 0, 0)")})
+	// An absolutely positioned label that draws nothing of its own is not
+	// an overlay: its text lands on the text under it.
+	stray := p.add(checks.Element{Parent: code, Tag: "span", Selector: "span.stray", Position: "absolute", Box: box(100, 120, 60, 18), Text: text("rgb(0, 0, 0)")})
 	p.s.Overlaps = []checks.Overlap{
 		{Top: by, Bottom: title, Area: 4000, W: 200, H: 20, LineH: 22},
 		{Top: badge, Bottom: title, Area: 1000, W: 60, H: 20, LineH: 22, Surface: true}, // opaque badge: deliberate
-		{Top: tight, Bottom: by, Area: 300, W: 300, H: 1, LineH: 22},                    // glyph boxes touching
+		{Top: tight, Bottom: by, Area: 300, W: 300, H: 0.8, LineH: 16},                  // ink grazing
+		{Top: pulled, Bottom: head, Area: 350, W: 184, H: 1.9, LineH: 16},               // descenders into ascenders
+		{Top: copyBtn, Bottom: pre, Area: 221, W: 25, H: 8.8, LineH: 12},                // bordered overlay: deliberate
+		{Top: stray, Bottom: pre, Area: 600, W: 60, H: 12, LineH: 12},
 	}
 	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindOverlap)
-	if want := []string{"div.meta"}; !slices.Equal(got, want) {
+	if want := []string{"div.meta", "span.stray", "div.summary > p"}; !slices.Equal(got, want) {
 		t.Errorf("overlap = %v; want %v (the byline's branch under the article)", got, want)
 	}
 }

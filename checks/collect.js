@@ -280,6 +280,7 @@
     // --- the walk.
     const els = out.elements;
     const nodeOf = [];
+    const fixedRootOf = []; // the outermost fixed or sticky ancestor-or-self, -1 for none
     nodesOut = nodeOf;
     const indexOf = new Map();
     const INTERACTIVE_ROLES = /^(button|link|checkbox|radio|switch|tab|menuitem|menuitemcheckbox|menuitemradio|option|combobox|textbox|searchbox|slider|spinbutton)$/;
@@ -404,6 +405,30 @@
     // area reaches far past its glyphs, so neighbouring lines' boxes meet
     // where the ink does not.
     const emBox = (b, fs) => (fs && b.h > fs ? { x: b.x, y: b.y + (b.h - fs) / 2, w: b.w, h: fs } : b);
+    // inkBox narrows a line box to where its glyphs reach (the text's
+    // ascenders and descenders, measured in its font): lines set tight on
+    // purpose keep their ink apart, lines pulled into each other do not.
+    // It falls back to the em box when the font cannot be measured.
+    const inkCanvas = document.createElement('canvas').getContext('2d');
+    let inkFont = '';
+    const inkMetrics = (el) => {
+      if (!inkCanvas) return null;
+      let t = '';
+      for (const n of el.childNodes) if (n.nodeType === 3) t += n.data;
+      t = t.trim().slice(0, 200);
+      const cs = getComputedStyle(el);
+      const font = cs.font || (cs.fontStyle + ' ' + cs.fontWeight + ' ' + cs.fontSize + ' ' + cs.fontFamily);
+      if (font !== inkFont) { inkCanvas.font = font; inkFont = font; } // parsing a font is the costly part
+      const m = inkCanvas.measureText(t);
+      const fa = m.fontBoundingBoxAscent, fd = m.fontBoundingBoxDescent;
+      if (!t || !(fa + fd > 0) || !isFinite(m.actualBoundingBoxAscent) || !isFinite(m.actualBoundingBoxDescent)) return null;
+      return { fa, fd, a: m.actualBoundingBoxAscent, d: m.actualBoundingBoxDescent };
+    };
+    const inkBox = (b, m, fs) => {
+      if (!m) return emBox(b, fs);
+      const base = b.y + m.fa * b.h / (m.fa + m.fd);
+      return { x: b.x, y: base - m.a, w: b.w, h: m.a + m.d };
+    };
     // uaSizedControl: a native button or select whose size the browser
     // alone determines (WCAG 2.5.8's user-agent exception): native
     // appearance, and the page set none of its font size, padding, borders,
@@ -453,6 +478,8 @@
       els.push(rec); nodeOf.push(e); indexOf.set(e, i);
       if (cs.visibility !== 'visible') rec.invisible = true;
       if (ctx.fixed || cs.position === 'fixed' || cs.position === 'sticky') rec.fixed = true;
+      const fixedRoot = ctx.fixedRoot >= 0 ? ctx.fixedRoot : (cs.position === 'fixed' || cs.position === 'sticky' ? i : -1);
+      fixedRootOf[i] = fixedRoot;
       if (ctx.scroller) rec.in_scroller = true;
       if (ctx.clipX) rec.clip_x = true;
       if (ctx.clipY) rec.clip_y = true;
@@ -507,10 +534,14 @@
       if (set['font-family'] && fontRoots.length < MAX_PROBES) fontRoots.push(i);
       rec.font_size = r1(fs);
       if (fs !== rfs) rec.ref_font_size = r1(rfs);
-      const bounded = (cs.backgroundColor !== 'rgba(0, 0, 0, 0)' && (!pcs || cs.backgroundColor !== pcs.backgroundColor)) ||
-        cs.backgroundImage !== 'none' || cs.boxShadow !== 'none' ||
-        ['top', 'right', 'bottom', 'left'].some((s) => parseFloat(cs.getPropertyValue('border-' + s + '-width')) > 0 && cs.getPropertyValue('border-' + s + '-style') !== 'none');
-      if (bounded) rec.bounded = true;
+      const surface = (cs.backgroundColor !== 'rgba(0, 0, 0, 0)' && (!pcs || cs.backgroundColor !== pcs.backgroundColor)) ||
+        cs.backgroundImage !== 'none' || cs.boxShadow !== 'none';
+      // A box drawn by borders alone has only the edges its borders draw
+      // (a footer's top rule has no bottom edge to cross).
+      const edges = ['top', 'right', 'bottom', 'left'].filter((s) => parseFloat(cs.getPropertyValue('border-' + s + '-width')) > 0 &&
+        !['none', 'hidden'].includes(cs.getPropertyValue('border-' + s + '-style'))).map((s) => s[0]).join('');
+      if (surface || edges) rec.bounded = true;
+      if (!surface && edges && edges !== 'trbl') rec.edges = edges;
 
       // Own text.
       const t = tag === 'svg' || MEDIA.has(tag) ? null : ownText(e);
@@ -589,6 +620,7 @@
       const child = {
         opacity,
         fixed: ctx.fixed || cs.position === 'fixed' || cs.position === 'sticky',
+        fixedRoot,
         scroller: ctx.scroller || ((scrollX || scrollY) && e !== de && e !== body),
         // The root's and body's overflow is the viewport's: what it hides
         // past the phone's edge is cut off, not deliberately clipped.
@@ -600,7 +632,7 @@
       };
       for (const c of composedChildren(e)) visit(c, i, child, depth + 1);
     };
-    visit(de, -1, { opacity: 1, fixed: false, scroller: false, clipX: false, clipY: false, transformed: false, animated: false, control: -1, oos: '' }, 0);
+    visit(de, -1, { opacity: 1, fixed: false, scroller: false, clipX: false, clipY: false, transformed: false, animated: false, control: -1, oos: '', fixedRoot: -1 }, 0);
 
     // Font probes: for each element that sets a font family, the first text
     // element inside it that renders with that family.
@@ -618,8 +650,11 @@
     for (const r of els) {
       // Text in a scroll container is a candidate too: the hit test below
       // drops what its scroller hides.
-      if (!r.text || r.fixed || r.animated || r.invisible || r.transformed) continue;
-      for (const b of r.text.rects) lines.push({ i: r.i, b: emBox(b, r.font_size) });
+      // Fixed and sticky text moves over the page on purpose; within one
+      // fixed or sticky box (a toolbar) its texts are laid out together.
+      if (!r.text || r.animated || r.invisible || r.transformed) continue;
+      const m = inkMetrics(nodeOf[r.i]);
+      for (const b of r.text.rects) lines.push({ i: r.i, fr: fixedRootOf[r.i], b: inkBox(b, m, r.font_size) });
     }
     lines.sort((a, b) => a.b.y - b.b.y || a.i - b.i);
     const pairArea = new Map();
@@ -628,10 +663,10 @@
       for (let b = a + 1; b < lines.length; b++) {
         const B = lines[b];
         if (B.b.y >= A.b.y + A.b.h) break;
-        if (A.i === B.i) continue;
+        if (A.i === B.i || A.fr !== B.fr) continue;
         const ix = Math.min(A.b.x + A.b.w, B.b.x + B.b.w) - Math.max(A.b.x, B.b.x);
         const iy = Math.min(A.b.y + A.b.h, B.b.y + B.b.h) - Math.max(A.b.y, B.b.y);
-        if (ix < 2 || iy < 2) continue;
+        if (ix < 2 || iy < 0.5) continue;
         const ea = nodeOf[A.i], eb = nodeOf[B.i];
         if (ea.contains(eb) || eb.contains(ea)) continue;
         const key = Math.min(A.i, B.i) + ':' + Math.max(A.i, B.i);

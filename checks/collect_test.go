@@ -173,13 +173,17 @@ body { margin: 0; font-family: sans-serif; }
 <nav class="pager"><span class="page-item disabled"><a href="#p" id="prev">Previous</a></span></nav>
 <div class="scroll"><p>one</p><p>two</p><p>three</p><p>four</p><a id="far" href="#f">Far link</a></div>
 <div class="box"><p id="ova">Alpha alpha alpha</p><p id="ovb" style="margin-top:-12px">Beta beta beta</p></div>
+<header class="bar" style="position:sticky;top:0"><h3 id="bar-title" style="margin:0;line-height:1.1">Quarterly summary</h3><p id="bar-text" style="margin:-0.6em 0 0">Revenue grew in every region.</p></header>
+<div id="foot" style="border-top:1px solid #cccccc;height:8px;margin-top:24px"><div id="foot-text">Last updated 1 December 2026</div></div>
 </body></html>`
 
 // TestCollectRealWorldPatterns: what real pages do that once misled the
 // checks. The root's overflow-x: hidden is the viewport's (a card cut off
 // at the phone's edge still overflows it); a framework's .disabled makes a
 // control inactive; a link scrolled out of its scroller's view is clipped,
-// not covered; text inside a scroll container is still tested for overlap.
+// not covered; text inside a scroll container is still tested for overlap,
+// and so is text inside one sticky bar; a box drawn by a top border alone
+// has no bottom edge to escape.
 func TestCollectRealWorldPatterns(t *testing.T) {
 	b := newBrowser(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -219,7 +223,17 @@ func TestCollectRealWorldPatterns(t *testing.T) {
 	for _, f := range checks.Run(s, checks.Config{}) {
 		kinds = append(kinds, f.Kind+" "+f.Selector)
 	}
-	for _, want := range []string{"viewport_overflow div.card", "overlap #ovb"} {
+	if f := el("#foot"); !f.Bounded || f.Edges != "t" {
+		t.Errorf("#foot draws a top border only: bounded %v, edges %q; want edges \"t\"", f.Bounded, f.Edges)
+	}
+	for _, k := range kinds {
+		if k == "container_escape #foot-text" {
+			t.Errorf("finding %s: #foot draws no bottom edge to escape", k)
+		}
+	}
+	// Texts inside one sticky toolbar are laid out together: a line pulled
+	// into the heading above it overlaps it there as anywhere.
+	for _, want := range []string{"viewport_overflow div.card", "overlap #ovb", "overlap #bar-text"} {
 		if !slices.Contains(kinds, want) {
 			t.Errorf("findings = %v; want %s", kinds, want)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/bastion-mcp/bastion/design"
 	"math"
+	"strings"
 )
 
 // viewport's right edge.
@@ -39,6 +40,7 @@ func (j *judge) viewportOverflow() {
 		}
 		return r
 	}
+	seen := map[int]bool{}
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
 		if e.Tag == "html" || !crosses(e) || e.Fixed || e.InScroller || e.ClipX || e.Transformed {
@@ -54,7 +56,24 @@ func (j *judge) viewportOverflow() {
 		if !outer {
 			continue
 		}
-		over := right(e) - vw
+		end := right(e)
+		if b := j.lineBlock(e); b != nil {
+			// A span in a run of text (a synopsis line in a pre, a link in
+			// a sentence) runs past because the block sets its line too
+			// long: the block is the offender, reported once.
+			if seen[b.Index] {
+				continue
+			}
+			seen[b.Index] = true
+			end = math.Max(end, right(b))
+			for k := i + 1; k < len(j.s.Elements) && j.within(&j.s.Elements[k], b); k++ {
+				if x := &j.s.Elements[k]; crosses(x) && !x.InScroller && !x.ClipX {
+					end = math.Max(end, right(x))
+				}
+			}
+			e = b
+		}
+		over := end - vw
 		sev := design.Minor
 		if over > 16 {
 			sev = design.Major
@@ -62,12 +81,41 @@ func (j *judge) viewportOverflow() {
 		j.add(design.Finding{
 			Kind: KindViewportOverflow, Severity: sev,
 			Title:       fmt.Sprintf("Element runs %s past the viewport's right edge", px(over)),
-			Description: fmt.Sprintf("%s is %s wide and its content ends at x=%s in a %s viewport, so the page scrolls sideways or cuts it off.", e.Tag, px(e.Box.W), px(right(e)), px(vw)),
+			Description: fmt.Sprintf("%s is %s wide and its content ends at x=%s in a %s viewport, so the page scrolls sideways or cuts it off.", e.Tag, px(e.Box.W), px(end), px(vw)),
 			Selector:    e.Selector, Box: e.Box,
-			Facts: design.Facts{"overflow_px": over, "viewport_width": vw, "element_width": e.Box.W, "element_right": right(e)},
+			Facts: design.Facts{"overflow_px": over, "viewport_width": vw, "element_width": e.Box.W, "element_right": end},
 			Fix:   fmt.Sprintf("Constrain %s to the viewport: max-width: 100%% (or remove its fixed width of %s), let it wrap, or put it in an overflow-x: auto container.", e.Selector, px(e.Box.W)),
 		})
 	}
+}
+
+// lineBlock returns the block whose own text e's line belongs to when e is
+// an inline element (through inline ancestors) in a block that has text of
+// its own, else nil: e is then one piece of that block's line.
+func (j *judge) lineBlock(e *Element) *Element {
+	if e.Display != "inline" {
+		return nil
+	}
+	for p := j.el(e.Parent); p != nil && p.Tag != "body" && p.Tag != "html"; p = j.el(p.Parent) {
+		if p.Display == "inline" {
+			continue
+		}
+		if p.Text != nil && !p.InScroller && !p.ClipX && !p.Fixed && !p.Transformed && !p.OwnClipX {
+			return p
+		}
+		return nil
+	}
+	return nil
+}
+
+// within reports whether e is a descendant of a.
+func (j *judge) within(e, a *Element) bool {
+	for p := j.el(e.Parent); p != nil; p = j.el(p.Parent) {
+		if p == a {
+			return true
+		}
+	}
+	return false
 }
 
 // paints reports whether e draws something of its own where its box is: a
@@ -90,9 +138,15 @@ func (j *judge) containerEscape() {
 	ext, has := j.paintedExtents()
 	// An element escapes on a side by as far as both its box and what it
 	// paints reach past the container's.
+	// Only across an edge the container draws: past the bottom of a box
+	// that draws only a top rule, nothing visibly escapes.
 	escape := func(e, b *Element) (right, bottom, left float64) {
 		x, o := ext[e.Index], e.Box
-		return math.Min(x.X+x.W, o.X+o.W) - (b.Box.X + b.Box.W), math.Min(x.Y+x.H, o.Y+o.H) - (b.Box.Y + b.Box.H), b.Box.X - math.Max(x.X, o.X)
+		right, bottom, left = math.Min(x.X+x.W, o.X+o.W)-(b.Box.X+b.Box.W), math.Min(x.Y+x.H, o.Y+o.H)-(b.Box.Y+b.Box.H), b.Box.X-math.Max(x.X, o.X)
+		if b.Edges != "" {
+			right, bottom, left = drawn(b.Edges, 'r', right), drawn(b.Edges, 'b', bottom), drawn(b.Edges, 'l', left)
+		}
+		return right, bottom, left
 	}
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
@@ -159,6 +213,14 @@ func (j *judge) containerEscape() {
 	}
 }
 
+// drawn is v when edges includes side, else 0.
+func drawn(edges string, side rune, v float64) float64 {
+	if strings.ContainsRune(edges, side) {
+		return v
+	}
+	return 0
+}
+
 // paintedExtents returns, for each element, the union of the boxes that
 // paint in its in-flow subtree (itself included), and whether there is any.
 // An element is judged by where it paints: a grid row's negative gutter
@@ -215,7 +277,9 @@ func (j *judge) textClipped() {
 			continue
 		}
 		x, y := c.X, c.Y
-		if c.Ellipsis {
+		if c.Ellipsis || e.Tag == "html" || e.Tag == "body" {
+			// The root's and body's horizontal overflow is the viewport's:
+			// what runs past it is viewport_overflow's to report.
 			x = 0
 		}
 		if c.LineClamp {
@@ -241,10 +305,13 @@ func (j *judge) textClipped() {
 	}
 }
 
-// overlap: unrelated text whose line boxes intersect with no opaque surface
-// between them (an opaque surface means a deliberate overlay such as a
-// badge, menu or dialog). It blames the top element's branch under the
-// lowest common ancestor.
+// overlap: unrelated text whose ink (the extent of its glyphs: a heading's
+// descenders, the next line's ascenders) intersects with no opaque surface
+// between them and no drawn overlay box around the top text (an opaque
+// surface, or an absolutely positioned box with its own border, background
+// or shadow, means a deliberate overlay such as a badge, a code block's
+// copy button, a menu or a dialog). It blames the top element's branch
+// under the lowest common ancestor.
 func (j *judge) overlap() {
 	seen := map[string]bool{}
 	for _, o := range j.s.Overlaps {
@@ -252,11 +319,11 @@ func (j *judge) overlap() {
 		if top == nil || bottom == nil || o.Surface || !shown(top) || !shown(bottom) {
 			continue
 		}
-		if o.W < 4 || o.H < math.Max(3, 0.3*o.LineH) {
-			continue // glyph boxes that merely touch
+		if o.W < 4 || o.H < math.Max(1, 0.1*o.LineH) {
+			continue // ink that merely touches (a subpixel graze)
 		}
 		off := j.branch(o.Top, o.Bottom)
-		if off == nil || seen[off.Selector] {
+		if off == nil || seen[off.Selector] || j.overlay(top, off) {
 			continue
 		}
 		seen[off.Selector] = true
@@ -274,6 +341,21 @@ func (j *judge) overlap() {
 			Fix:   fmt.Sprintf("Remove the negative margin, offset or absolute position that puts %s over %s, or reserve space for it.", off.Selector, other),
 		})
 	}
+}
+
+// overlay reports whether e, or an ancestor up to branch, is an
+// absolutely or fixed positioned box that draws its own edge: placed over
+// the content on purpose, and visibly a thing of its own.
+func (j *judge) overlay(e, branch *Element) bool {
+	for p := e; p != nil; p = j.el(p.Parent) {
+		if (p.Position == "absolute" || p.Position == "fixed") && p.Bounded {
+			return true
+		}
+		if p == branch {
+			break
+		}
+	}
+	return false
 }
 
 // branch returns the ancestor-or-self of a that is a child of the lowest

@@ -87,9 +87,12 @@ type Element struct {
 	// OutOfScope says why the design tokens do not judge this element (it
 	// or an ancestor): "code" (pre, code, kbd, samp: syntax highlighting
 	// too) or "editable" (contenteditable, textarea: the user's content).
-	OutOfScope  string  `json:"oos,omitempty"`
-	Opacity     float64 `json:"opacity,omitempty"` // effective, when below 1
-	Bounded     bool    `json:"bounded,omitempty"` // has a visible edge: own background, border, shadow
+	OutOfScope string  `json:"oos,omitempty"`
+	Opacity    float64 `json:"opacity,omitempty"` // effective, when below 1
+	Bounded    bool    `json:"bounded,omitempty"` // has a visible edge: own background, border, shadow
+	// Edges lists the sides a box drawn by borders alone draws ("t", "tb":
+	// top, right, bottom, left); "" when it draws all four or a surface.
+	Edges       string  `json:"edges,omitempty"`
 	FontSize    float64 `json:"font_size"`
 	RefFontSize float64 `json:"ref_font_size,omitempty"` // the unstyled element's size, when it differs
 	Heading     int     `json:"heading,omitempty"`       // 1..6 for h1..h6
@@ -168,14 +171,15 @@ type Clip struct {
 	Collapsed bool    `json:"collapsed,omitempty"` // an aria-expanded=false control owns it
 }
 
-// Overlap is a pair of unrelated text elements whose line boxes intersect.
+// Overlap is a pair of unrelated text elements whose ink boxes (each line
+// narrowed to its glyphs' ascent and descent) intersect.
 type Overlap struct {
 	Top     int     `json:"top"`    // paints above
 	Bottom  int     `json:"bottom"` // paints below
 	Area    float64 `json:"area"`
 	W       float64 `json:"w"` // the largest intersection
 	H       float64 `json:"h"`
-	LineH   float64 `json:"line_h"`  // the shorter line box
+	LineH   float64 `json:"line_h"`  // the shorter ink box
 	Surface bool    `json:"surface"` // an opaque surface lies between: a deliberate overlay
 }
 

@@ -55,9 +55,9 @@ const (
 	injectedRecall     = 0.9
 	maxCleanPerPage    = 0.5 // unconfirmed findings per clean page
 
-	floorRealWorldPrecision = 0.12
-	floorInjectedPrecision  = 0.45
-	floorInjectedRecall     = 0.8
+	floorRealWorldPrecision = 0.35
+	floorInjectedPrecision  = 0.6
+	floorInjectedRecall     = 0.85
 	floorMaxCleanPerPage    = 10.0
 )
 
