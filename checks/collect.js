@@ -11,9 +11,10 @@
 (() => {
   'use strict';
   const MAX_ELEMENTS = 4000, MAX_LINES = 24, MAX_CLIP_TEXT = 300, MAX_PROBES = 80, MAX_DEPTH = 256;
-  // Hit tests cost a walk of the layout tree each: at most this many of
-  // each kind, in page order (later ones stay unmeasured, so silent).
-  const MAX_BG_TESTS = 1200, MAX_HIT_TESTS = 600, MAX_PAIR_TESTS = 400;
+  // Hit tests: every kept text and control is tested (each is at most one
+  // kept element, so MAX_ELEMENTS bounds them); overlap pairs, which grow
+  // with the square of the lines, have a cap of their own.
+  const MAX_BG_TESTS = MAX_ELEMENTS, MAX_HIT_TESTS = MAX_ELEMENTS, MAX_PAIR_TESTS = MAX_ELEMENTS;
   const de = document.documentElement, body = document.body || de;
   const vw = de.clientWidth || window.innerWidth, vh = de.clientHeight || window.innerHeight;
   const sx0 = window.scrollX, sy0 = window.scrollY;
@@ -283,6 +284,9 @@
     const fixedRootOf = []; // the outermost fixed or sticky ancestor-or-self, -1 for none
     nodesOut = nodeOf;
     const indexOf = new Map();
+    // csOf[i] is nodeOf[i]'s live computed style, so a child reads its
+    // parent's without asking for it again.
+    const csOf = [];
     const INTERACTIVE_ROLES = /^(button|link|checkbox|radio|switch|tab|menuitem|menuitemcheckbox|menuitemradio|option|combobox|textbox|searchbox|slider|spinbutton)$/;
     const SKIP = new Set(['script', 'style', 'link', 'meta', 'head', 'title', 'noscript', 'template', 'br', 'wbr', 'base', 'iframe']);
     const MEDIA = new Set(['img', 'video', 'canvas', 'svg', 'picture', 'object', 'embed', 'iframe']);
@@ -458,7 +462,7 @@
       if (e.checkVisibility && !e.checkVisibility()) return; // display:none, closed <details>, content-visibility
       const cs = getComputedStyle(e);
       if (cs.display === 'none') return;
-      const pcs = parent >= 0 ? getComputedStyle(nodeOf[parent]) : null;
+      const pcs = parent >= 0 ? csOf[parent] : null;
       if (cs.display === 'contents') {
         for (const c of composedChildren(e)) visit(c, parent, ctx, depth + 1);
         return;
@@ -475,7 +479,7 @@
       const i = els.length;
       const rec = { i, parent, tag, box, display: cs.display, position: cs.position };
       if (e.classList && e.classList.length) rec.cls = [...e.classList].sort().join(' ').slice(0, 120);
-      els.push(rec); nodeOf.push(e); indexOf.set(e, i);
+      els.push(rec); nodeOf.push(e); csOf.push(cs); indexOf.set(e, i);
       if (cs.visibility !== 'visible') rec.invisible = true;
       if (ctx.fixed || cs.position === 'fixed' || cs.position === 'sticky') rec.fixed = true;
       const fixedRoot = ctx.fixedRoot >= 0 ? ctx.fixedRoot : (cs.position === 'fixed' || cs.position === 'sticky' ? i : -1);

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
@@ -261,35 +262,54 @@ func collectFonts(ctx context.Context, s *Snapshot) error {
 	if err != nil || doc.Root == nil {
 		return fault.Wrap(err, fault.CaptureFailed, "reading the document failed")
 	}
+	var todo []int
 	done := map[int]bool{}
 	for _, i := range probes {
-		if done[i] || s.Elements[i].Selector == "" {
-			continue
+		if !done[i] && s.Elements[i].Selector != "" {
+			done[i] = true
+			todo = append(todo, i)
 		}
-		done[i] = true
-		q, err := chromedp.Call(ctx, dom.QuerySelector, dom.QuerySelectorParams{NodeID: doc.Root.NodeID, Selector: s.Elements[i].Selector})
-		if err != nil || q.NodeID == 0 {
-			continue // the page changed under us; the check stays silent
-		}
-		f, err := chromedp.Call(ctx, css.GetPlatformFontsForNode, css.GetPlatformFontsForNodeParams{NodeID: q.NodeID})
-		if err != nil {
-			continue
-		}
-		var fonts []Font
-		for _, u := range f.Fonts {
-			if u != nil {
-				fonts = append(fonts, Font{Family: u.FamilyName, Glyphs: int(u.GlyphCount), Custom: u.IsCustomFont})
-			}
-		}
-		sort.SliceStable(fonts, func(a, b int) bool {
-			if fonts[a].Glyphs != fonts[b].Glyphs {
-				return fonts[a].Glyphs > fonts[b].Glyphs
-			}
-			return fonts[a].Family < fonts[b].Family
-		})
-		s.Elements[i].Rendered = fonts
+	}
+	// The probes are asked for at once: each answer is a round trip to the
+	// renderer, and waiting for one before sending the next made this step
+	// cost as many round trips as there are probes.
+	fonts := make([][]Font, len(todo))
+	var wg sync.WaitGroup
+	for k, i := range todo {
+		wg.Go(func() { fonts[k] = platformFonts(ctx, doc.Root.NodeID, s.Elements[i].Selector) })
+	}
+	wg.Wait()
+	for k, i := range todo {
+		s.Elements[i].Rendered = fonts[k]
 	}
 	return nil
+}
+
+// platformFonts returns the platform fonts that render the element sel
+// names, most glyphs first, or nil when the page changed under us (the
+// font check then stays silent).
+func platformFonts(ctx context.Context, root cdp.NodeID, sel string) []Font {
+	q, err := chromedp.Call(ctx, dom.QuerySelector, dom.QuerySelectorParams{NodeID: root, Selector: sel})
+	if err != nil || q.NodeID == 0 {
+		return nil
+	}
+	f, err := chromedp.Call(ctx, css.GetPlatformFontsForNode, css.GetPlatformFontsForNodeParams{NodeID: q.NodeID})
+	if err != nil {
+		return nil
+	}
+	var fonts []Font
+	for _, u := range f.Fonts {
+		if u != nil {
+			fonts = append(fonts, Font{Family: u.FamilyName, Glyphs: int(u.GlyphCount), Custom: u.IsCustomFont})
+		}
+	}
+	sort.SliceStable(fonts, func(a, b int) bool {
+		if fonts[a].Glyphs != fonts[b].Glyphs {
+			return fonts[a].Glyphs > fonts[b].Glyphs
+		}
+		return fonts[a].Family < fonts[b].Family
+	})
+	return fonts
 }
 
 // controlRoles are the accessibility roles that need a name, as Chromium's

@@ -13,6 +13,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -26,6 +27,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 )
@@ -54,14 +56,15 @@ func main() {
 	site := flag.String("site", defaultSite, `directory of the real site to serve ("" skips the real page)`)
 	route := flag.String("route", defaultRoute, "the real page's path inside -site")
 	asJSON := flag.Bool("json", false, "print the reports as JSON")
+	findings := flag.String("findings", "", "write each page's cold-review findings as JSON lines to this file (to compare runs)")
 	flag.Parse()
-	if err := run(*n, *conc, *site, *route, *asJSON); err != nil {
+	if err := run(*n, *conc, *site, *route, *asJSON, *findings); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/review:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, conc int, site, route string, asJSON bool) error {
+func run(n, conc int, site, route string, asJSON bool, findingsFile string) error {
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
 	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowPrivate: true}, egress.StaticResolver{})
@@ -98,14 +101,21 @@ func run(n, conc int, site, route string, asJSON bool) error {
 		fmt.Printf("bench/review: 1 route × 3 viewports, %d CPU(s), warm runs %d\n", runtime.NumCPU(), n)
 	}
 	var reports []*report
+	var found []findingLine
 	for _, t := range targets {
 		rep, err := measure(ctx, guard, proxy, t, n, conc, quiet)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.Name, err)
 		}
 		reports = append(reports, rep)
+		found = append(found, rep.findings...)
 		if !asJSON {
 			rep.print()
+		}
+	}
+	if findingsFile != "" {
+		if err := writeFindings(findingsFile, found); err != nil {
+			return err
 		}
 	}
 	if asJSON {
@@ -114,6 +124,28 @@ func run(n, conc int, site, route string, asJSON bool) error {
 		return enc.Encode(reports)
 	}
 	return nil
+}
+
+// findingLine is one finding of a page's cold review, as -findings writes
+// it: what a speed change must leave unchanged.
+type findingLine struct {
+	Page      string            `json:"page"`
+	ID        string            `json:"id"`
+	Kind      string            `json:"kind"`
+	Selector  string            `json:"selector"`
+	Viewports []design.Viewport `json:"viewports"`
+	Facts     design.Facts      `json:"facts"`
+}
+
+func writeFindings(path string, lines []findingLine) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
 
 // serve starts a loopback HTTP server for h and returns its origin. It runs

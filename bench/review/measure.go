@@ -55,6 +55,7 @@ type report struct {
 	// benchmark of a review that dropped viewports would flatter it.
 	Skips      []string `json:"skips,omitempty"`
 	peakSample capture.Memory
+	findings   []findingLine
 }
 
 // phases groups the capture's stages as the issue reports them; a stage
@@ -119,6 +120,9 @@ func measure(ctx context.Context, guard *egress.Guard, proxy *browserproxy.Proxy
 		rep.ColdCaptureMS[string(h.Viewport)] = ms(h.CaptureDuration)
 	}
 	rep.Findings, rep.Grade = len(res.Findings), res.Grade
+	for _, f := range res.Findings {
+		rep.findings = append(rep.findings, findingLine{Page: t.Name, ID: f.ID, Kind: f.Kind, Selector: f.Selector, Viewports: f.Viewports, Facts: f.Facts})
+	}
 
 	var warm []float64
 	perVP := map[string][]float64{}
