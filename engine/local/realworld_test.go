@@ -125,7 +125,9 @@ var defects = []defect{
 	{"contrast", "python3.11-doc/html/library/json.html",
 		`<p id="inj-contrast" style="color:#b4b4b4;background:#ffffff">Prices exclude tax and shipping.</p>`,
 		[]corpus.Label{label("contrast", "#inj-contrast", both...)}},
-	{"overflow", "postgresql-doc-15/html/tutorial-join.html",
+	// Not into a page without a viewport meta tag (PostgreSQL's, Git's,
+	// gettext's): a phone lays those out 980 px wide, and 560 px fit.
+	{"overflow", "python3.11-doc/html/tutorial/controlflow.html",
 		`<div id="inj-overflow" style="width:560px;height:48px;background:#2b6cb0;color:#ffffff">Summer sale: every plan half price</div>`,
 		[]corpus.Label{label("viewport_overflow", "#inj-overflow", design.Mobile)}},
 	{"tap_target", "git-doc/git-commit.html",
