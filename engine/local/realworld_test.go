@@ -28,7 +28,7 @@ import (
 
 // The real-world regression set: documentation sites that Debian packages
 // ship (scripts/deps.sh installs them), made by generators nobody here
-// wrote (mdBook, rustdoc, Sphinx, AsciiDoc, DocBook, Texinfo, Node.js's and
+// wrote (mdBook, rustdoc, Sphinx, AsciiDoc, DocBook, Texinfo and
 // SQLite's own). testdata/realworld/labels.json names a sample of their
 // pages and what a designer flags on each, by the checks' documented rules,
 // judged from screenshots; the pages themselves are read from the installed
