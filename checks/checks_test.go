@@ -619,3 +619,32 @@ func TestBrokenImageNamesSameOriginByPath(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallTextReadByReaders: under 12 px on mobile judges only text a
+// reader reads (a "¶" anchor or an icon glyph is none), and one size
+// repeated across elements (mdBook's 11.2 px code in every listing caption)
+// is one finding listing the rest.
+func TestSmallTextReadByReaders(t *testing.T) {
+	t.Parallel()
+	p := newPage(design.Mobile)
+	small := func(sel string) checks.Element {
+		return checks.Element{Parent: 1, Tag: "code", Selector: sel, FontSize: 11.2, Set: map[string]any{"font-size": "0.875em"}, Box: box(0, 0, 40, 15), Text: text("rgb(0, 0, 0)")}
+	}
+	glyph := func(sel, kind string) checks.Element {
+		e := small(sel)
+		e.Tag, e.Text.Glyphs = "a", kind
+		return e
+	}
+	p.add(glyph("a.headerlink", "symbols"))
+	p.add(glyph("span.icon", "single"))
+	p.add(small("p:nth-of-type(1) > span.caption > code"))
+	p.add(small("p:nth-of-type(2) > span.caption > code"))
+	fs := checks.Run(p.s, checks.Config{})
+	got := kindsOf(fs, checks.KindTypeScale)
+	if want := []string{"p:nth-of-type(1) > span.caption > code"}; !slices.Equal(got, want) {
+		t.Fatalf("type_scale = %v; want %v", got, want)
+	}
+	if also, _ := fs[0].Facts["also"].([]string); !slices.Equal(also, []string{"p:nth-of-type(2) > span.caption > code"}) {
+		t.Errorf("also = %v; want the second caption", fs[0].Facts["also"])
+	}
+}
