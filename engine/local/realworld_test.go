@@ -55,10 +55,10 @@ const (
 	injectedRecall     = 0.9
 	maxCleanPerPage    = 0.5 // unconfirmed findings per clean page
 
-	floorRealWorldPrecision = 0.12
-	floorInjectedPrecision  = 0.45
-	floorInjectedRecall     = 0.8
-	floorMaxCleanPerPage    = 10.0
+	floorRealWorldPrecision = 0.65
+	floorInjectedPrecision  = 0.78
+	floorInjectedRecall     = 0.85
+	floorMaxCleanPerPage    = 4.0
 )
 
 // judgeFigure fails t below floor and logs the gap to goal: higher is better
