@@ -333,8 +333,13 @@ func px(v float64) string {
 	return strings.TrimSuffix(s, ".0") + "px"
 }
 
+// isLarge is WCAG's large-scale text: at least 18 pt, or 14 pt bold, in
+// CSS pixels (1 pt = 4/3 px: 24 px and 18.67 px). The margin only absorbs
+// the browser's rounding of a computed 14 pt (18.6667px); AsciiDoc's bold
+// 17.6 px titles are normal text and need 4.5:1.
 func isLarge(size float64, weight int) bool {
-	return size >= 24 || (size >= 18.66 && weight >= 700)
+	const pt, rounding = 4.0 / 3, 0.001
+	return size >= 18*pt-rounding || (size >= 14*pt-rounding && weight >= 700)
 }
 
 // contrast: WCAG 2.2 SC 1.4.3 on each element's own text against the

@@ -668,3 +668,57 @@ func TestBrokenImageNamesSameOriginByPath(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallTextReadByReaders: under 12 px on mobile judges only text a
+// reader reads (a "¶" anchor or an icon glyph is none), and one size
+// repeated across elements (mdBook's 11.2 px code in every listing caption)
+// is one finding listing the rest.
+func TestSmallTextReadByReaders(t *testing.T) {
+	t.Parallel()
+	p := newPage(design.Mobile)
+	small := func(sel string) checks.Element {
+		return checks.Element{Parent: 1, Tag: "code", Selector: sel, FontSize: 11.2, Set: map[string]any{"font-size": "0.875em"}, Box: box(0, 0, 40, 15), Text: text("rgb(0, 0, 0)")}
+	}
+	glyph := func(sel, kind string) checks.Element {
+		e := small(sel)
+		e.Tag, e.Text.Glyphs = "a", kind
+		return e
+	}
+	p.add(glyph("a.headerlink", "symbols"))
+	p.add(glyph("span.icon", "single"))
+	p.add(small("p:nth-of-type(1) > span.caption > code"))
+	p.add(small("p:nth-of-type(2) > span.caption > code"))
+	fs := checks.Run(p.s, checks.Config{})
+	got := kindsOf(fs, checks.KindTypeScale)
+	if want := []string{"p:nth-of-type(1) > span.caption > code"}; !slices.Equal(got, want) {
+		t.Fatalf("type_scale = %v; want %v", got, want)
+	}
+	if also, _ := fs[0].Facts["also"].([]string); !slices.Equal(also, []string{"p:nth-of-type(2) > span.caption > code"}) {
+		t.Errorf("also = %v; want the second caption", fs[0].Facts["also"])
+	}
+}
+
+// TestContrastLargeTextThreshold: WCAG's large text is 18 pt (24 px) or
+// 14 pt (18.67 px) bold. AsciiDoc's #527bbd block titles, bold at 17.6 px
+// and 4.26:1 on white, are normal text that needs 4.5:1; at a computed 14
+// pt bold the same colour passes 3:1, and 18.66 px bold is still under 14 pt.
+func TestContrastLargeTextThreshold(t *testing.T) {
+	t.Parallel()
+	p := newPage(design.Desktop)
+	for i, c := range []struct {
+		sel    string
+		size   float64
+		weight int
+	}{{"div.title", 17.6, 700}, {"div.title-14pt", 18.6667, 700}, {"div.title-18-66", 18.66, 700}, {"div.title-regular", 18.6667, 400}, {"div.title-18pt", 24, 400}} {
+		tx := text("rgb(82, 123, 189)", bg("rgb(255, 255, 255)"))
+		tx.Weight = c.weight
+		p.add(checks.Element{Parent: 1, Tag: "div", Selector: c.sel, FontSize: c.size, Box: box(16, float64(16+40*i), 400, 30), Text: tx})
+	}
+	fs := checks.Run(p.s, checks.Config{})
+	if got, want := kindsOf(fs, checks.KindContrast), []string{"div.title"}; !slices.Equal(got, want) {
+		t.Fatalf("contrast findings = %v; want %v", got, want)
+	}
+	if also := fs[0].Facts["also"]; !slices.Equal(also.([]string), []string{"div.title-18-66", "div.title-regular"}) || fs[0].Facts["required"] != 4.5 {
+		t.Errorf("finding facts = %v; want 4.5:1 required, also the 18.66 px bold and 18.67 px regular titles", fs[0].Facts)
+	}
+}

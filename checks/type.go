@@ -169,8 +169,8 @@ type offSize struct {
 }
 
 // typeScale: text sizes off the token scale, text under 12 px on
-// mobile (blamed on the element that sets the size) and headings larger
-// than every heading of a higher level.
+// mobile (see smallText) and headings larger than every heading of a
+// higher level.
 func (j *judge) typeScale() {
 	hasText := make([]bool, len(j.s.Elements))
 	for i := range j.s.Elements {
@@ -184,34 +184,7 @@ func (j *judge) typeScale() {
 		j.offScaleText()
 	}
 	if j.s.Viewport == design.Mobile {
-		seen := map[string]bool{}
-		for i := range j.s.Elements {
-			e := &j.s.Elements[i]
-			if e.Text == nil || !shown(e) || e.FontSize >= minMobileText-0.01 {
-				continue
-			}
-			blame := e
-			for p := e; p != nil; p = j.el(p.Parent) {
-				if _, ok := p.Set["font-size"]; ok && p.FontSize < minMobileText-0.01 {
-					blame = p
-				}
-				if p.FontSize >= minMobileText-0.01 {
-					break
-				}
-			}
-			if seen[blame.Selector] {
-				continue
-			}
-			seen[blame.Selector] = true
-			j.add(design.Finding{
-				Kind: KindTypeScale, Severity: design.Minor,
-				Title:       fmt.Sprintf("Text is %s on mobile (under 12px)", px(e.FontSize)),
-				Description: fmt.Sprintf("Text here renders at %s on a phone; under 12 px is hard to read.", px(e.FontSize)),
-				Selector:    blame.Selector, Box: blame.Box,
-				Facts: design.Facts{"font_size_px": e.FontSize, "minimum_px": minMobileText},
-				Fix:   fmt.Sprintf("Raise the font-size on %s to at least 12px (the type scale's smallest body size).", blame.Selector),
-			})
-		}
+		j.smallText()
 	}
 	var heads []*Element
 	for i := range j.s.Elements {
@@ -252,4 +225,45 @@ func (j *judge) typeScale() {
 			Fix:   fmt.Sprintf("Make %s smaller than the h%d size (%s), or use the heading level that matches its importance.", h.Selector, level, px(maxAbove)),
 		})
 	}
+}
+
+// smallText: text a reader reads that renders under 12 px on a phone,
+// blamed on the element that set the small size. Text that is no language
+// (an icon glyph, an arrow, a "¶" anchor, one lone character) is no body
+// text, so its size is no finding. Each size is one recurring defect: one
+// finding names its first instance and lists the rest.
+func (j *judge) smallText() {
+	var g groups
+	seen := map[string]bool{}
+	for i := range j.s.Elements {
+		e := &j.s.Elements[i]
+		if e.Text == nil || !shown(e) || e.Text.Glyphs != "" || e.FontSize >= minMobileText-0.01 {
+			continue
+		}
+		blame := e
+		for p := e; p != nil; p = j.el(p.Parent) {
+			if _, ok := p.Set["font-size"]; ok && p.FontSize < minMobileText-0.01 {
+				blame = p
+			}
+			if p.FontSize >= minMobileText-0.01 {
+				break
+			}
+		}
+		if seen[blame.Selector] {
+			continue
+		}
+		seen[blame.Selector] = true
+		g.add(fmt.Sprintf("small|%g", e.FontSize), blame, e.FontSize)
+	}
+	g.each(func(gr *group) {
+		size := gr.data.(float64)
+		j.add(design.Finding{
+			Kind: KindTypeScale, Severity: design.Minor,
+			Title:       fmt.Sprintf("Text is %s on mobile (under 12px)", px(size)),
+			Description: fmt.Sprintf("Text here renders at %s on a phone; under 12 px is hard to read.", px(size)),
+			Selector:    gr.first.Selector, Box: gr.first.Box,
+			Facts: withAlso(design.Facts{"font_size_px": size, "minimum_px": minMobileText}, gr),
+			Fix:   fmt.Sprintf("Raise the font-size on %s to at least 12px (the type scale's smallest body size).", gr.first.Selector),
+		})
+	})
 }

@@ -57,3 +57,30 @@ func TestMatch(t *testing.T) {
 		t.Errorf("mobile-only: %+v", rep.Kinds)
 	}
 }
+
+// TestMatchAlso: a merged finding of a recurring defect matches a label on
+// any selector it lists in facts.also, and a label covered by two findings
+// is found once.
+func TestMatchAlso(t *testing.T) {
+	t.Parallel()
+	mobile := []design.Viewport{design.Mobile}
+	c := &corpus.Corpus{Pages: []corpus.Page{{File: "a.html", Expect: []corpus.Label{
+		{Kind: "contrast", Selector: "span.s2", Viewports: mobile},
+		{Kind: "contrast", Selector: "span.k", Viewports: mobile},
+	}}}}
+	got := map[string][]design.Finding{"a.html": {
+		// One colour pair; the label names its second instance.
+		{Kind: "contrast", Selector: "span.s1", Viewports: mobile, Facts: design.Facts{"also": []string{"span.s2", "span.s3"}}},
+		// Read back from JSON, also is a []any; it covers span.s2 again.
+		{Kind: "contrast", Selector: "span.x", Viewports: mobile, Facts: design.Facts{"also": []any{"span.s2"}}},
+		// Another kind never matches a contrast label.
+		{Kind: "type_scale", Selector: "span.q", Viewports: mobile, Facts: design.Facts{"also": []string{"span.k"}}},
+	}}
+	rep := c.Match(got, mobile, []string{"contrast", "type_scale"})
+	want := map[string][3]int{"contrast": {2, 0, 1}, "type_scale": {0, 1, 0}}
+	for _, s := range rep.Kinds {
+		if w := want[s.Kind]; [3]int{s.TP, s.FP, s.FN} != w {
+			t.Errorf("%s: TP/FP/FN = %d/%d/%d; want %v (false negatives %v)", s.Kind, s.TP, s.FP, s.FN, w, s.FalseNeg)
+		}
+	}
+}

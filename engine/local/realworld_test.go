@@ -55,10 +55,10 @@ const (
 	injectedRecall     = 0.9
 	maxCleanPerPage    = 0.5 // unconfirmed findings per clean page
 
-	floorRealWorldPrecision = 0.35
-	floorInjectedPrecision  = 0.6
+	floorRealWorldPrecision = 0.65
+	floorInjectedPrecision  = 0.78
 	floorInjectedRecall     = 0.85
-	floorMaxCleanPerPage    = 10.0
+	floorMaxCleanPerPage    = 4.0
 )
 
 // judgeFigure fails t below floor and logs the gap to goal: higher is better
