@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 )
 
@@ -189,22 +188,6 @@ func Status(err error) int {
 	}
 }
 
-// Fault returns err as bastion's client-facing error, for adapters (MCP tool
-// results, REST bodies) that render fault.Error rather than a challenge.
-func Fault(err error) *fault.Error {
-	var ise *InsufficientScopeError
-	switch {
-	case errors.As(err, &ise):
-		return fault.Wrap(err, fault.InsufficientScope, "this operation requires the scope %s", scopeList(ise.Required))
-	case errors.Is(err, ErrNoToken), errors.Is(err, ErrInvalidToken), errors.Is(err, ErrInvalidRequest):
-		return fault.Wrap(err, fault.AuthRequired, "a valid bearer token is required")
-	case errors.Is(err, ErrUnavailable):
-		return fault.Wrap(err, fault.Unavailable, "credentials cannot be checked right now")
-	default:
-		return fault.From(err, "authentication failed")
-	}
-}
-
 // Middleware authenticates each request with v and puts the principal in the
 // request context; refusals are answered with Challenge and never reach next.
 // metadataURL is this resource's RFC 9728 metadata URL (see MetadataURL).
@@ -227,21 +210,6 @@ func Middleware(v Verifier, metadataURL string) func(http.Handler) http.Handler 
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(principal.NewContext(r.Context(), p)))
-		})
-	}
-}
-
-// ScopeMiddleware refuses, with a 403 step-up challenge, requests whose
-// principal lacks any of required. It runs after Middleware.
-func ScopeMiddleware(metadataURL string, required ...principal.Scope) func(http.Handler) http.Handler {
-	required = slices.Clone(required)
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := RequireScope(r.Context(), required...); err != nil {
-				Challenge(w, metadataURL, err)
-				return
-			}
-			next.ServeHTTP(w, r)
 		})
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 )
 
@@ -185,30 +184,6 @@ func TestChallenge(t *testing.T) {
 	}
 }
 
-func TestFault(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		err  error
-		code fault.Code
-	}{
-		{ErrNoToken, fault.AuthRequired},
-		{invalid(ReasonRevoked), fault.AuthRequired},
-		{ErrInvalidRequest, fault.AuthRequired},
-		{&InsufficientScopeError{Required: []principal.Scope{principal.TargetsWrite}}, fault.InsufficientScope},
-		{ErrUnavailable, fault.Unavailable},
-		{errors.New("boom"), fault.InternalError},
-	}
-	for _, tt := range tests {
-		f := Fault(tt.err)
-		if f.Code != tt.code {
-			t.Errorf("Fault(%v).Code = %s, want %s", tt.err, f.Code, tt.code)
-		}
-	}
-	if f := Fault(&InsufficientScopeError{Required: []principal.Scope{principal.TargetsWrite}}); f.NextAction != fault.RequestScope || !strings.Contains(f.Message, "targets:write") {
-		t.Errorf("scope fault = %+v", f)
-	}
-}
-
 func TestCheckScopes(t *testing.T) {
 	t.Parallel()
 	p, err := principal.New("acme", "u", principal.ReviewsRead)
@@ -255,7 +230,13 @@ func TestMiddlewareOverHTTP(t *testing.T) {
 		fmt.Fprint(w, p.String())
 	})
 	mux.Handle("GET /who", who)
-	mux.Handle("POST /write", ScopeMiddleware(testMetadataURL, principal.ReviewsWrite)(who))
+	mux.Handle("POST /write", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := RequireScope(r.Context(), principal.ReviewsWrite); err != nil {
+			Challenge(w, testMetadataURL, err)
+			return
+		}
+		who.ServeHTTP(w, r)
+	}))
 	srv := httptest.NewServer(Middleware(v, testMetadataURL)(mux))
 	t.Cleanup(srv.Close)
 
