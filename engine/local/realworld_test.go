@@ -44,21 +44,21 @@ var realWorldOnly = flag.String("realworld.only", "", "review only the real-worl
 
 var realWorldViewports = []design.Viewport{design.Mobile, design.Desktop}
 
-// The goals of issue 12 §3, which the checks do not reach yet: the test
-// logs the gap to each. It fails below the floors, the figures measured when
-// the set was built (2026-12-01) less a margin, so that a change can only
-// move the checks towards the goals. Raise a floor whenever a change lifts
-// its figure; the goal is where the floors end.
+// The goals of issue 12 §3. The checks reached them on this set on
+// 2026-12-02 (precision 0.981, injected 0.974 / 0.949, no unconfirmed
+// finding on the clean pages), so the floors are the goals: a change that
+// takes a figure below its goal fails. (The floors were a ratchet below the
+// goals until then; judgeFigure still tells the two apart.)
 const (
 	realWorldPrecision = 0.9
 	injectedPrecision  = 0.9
 	injectedRecall     = 0.9
 	maxCleanPerPage    = 0.5 // unconfirmed findings per clean page
 
-	floorRealWorldPrecision = 0.65
-	floorInjectedPrecision  = 0.78
-	floorInjectedRecall     = 0.85
-	floorMaxCleanPerPage    = 4.0
+	floorRealWorldPrecision = realWorldPrecision
+	floorInjectedPrecision  = injectedPrecision
+	floorInjectedRecall     = injectedRecall
+	floorMaxCleanPerPage    = maxCleanPerPage
 )
 
 // judgeFigure fails t below floor and logs the gap to goal: higher is better
