@@ -62,6 +62,15 @@ func (s *staticTXT) LookupTXT(_ context.Context, name string) ([]string, error) 
 func sampleResult() *design.Result {
 	r := reviewtest.SampleResult()
 	r.Findings = r.Findings[:3]
+	// The engine places every finding at a viewport and a box; the wire
+	// schema requires both.
+	for i := range r.Findings {
+		f := &r.Findings[i]
+		if len(f.Viewports) == 0 {
+			f.Viewports = []design.Viewport{design.Desktop}
+		}
+		f.Box = design.Rect{X: 16, Y: float64(100 * (i + 1)), W: 320, H: 48}
+	}
 	return r
 }
 

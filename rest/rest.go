@@ -1,7 +1,9 @@
 // Package rest is bastion's REST API: JSON over HTTP under /api/v1, a thin
 // adapter over the same review.Service the MCP tools use, plus a tenant's
-// verified-targets registry. api/openapi.json documents every route, and a
-// test holds the two equal.
+// verified-targets registry. api/openapi.json documents every route and
+// every member of every answer, and tests hold the routes, the Go wire types
+// and real answers to it. Reviews and rechecks go out in wire.go's types,
+// named as the MCP tools name them, never as the stored row does.
 //
 // Invariants:
 //   - The handler holds no store handle and decides no authorization. Review

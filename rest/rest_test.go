@@ -28,7 +28,7 @@ func TestReviewRoundTrip(t *testing.T) {
 	tok := e.token(t, "acme", allScopes...)
 
 	// Submit with the key as a header.
-	sub := e.do(t, req{method: "POST", path: "/api/v1/reviews", token: tok, body: submitBody, header: keyHeader("key-round-0001")}).must(t, 202)
+	sub := e.do(t, req{method: "POST", path: "/api/v1/reviews", token: tok, body: submitBody, header: keyHeader("key-round-0001")}).must(t, 202).conforms(t, "SubmitResult")
 	id := sub.str("job", "job_id")
 	if !strings.HasPrefix(id, "job_") || sub.str("job", "status") != "queued" || sub.at("job", "reused") != false {
 		t.Fatalf("submit = %s", sub.raw)
@@ -50,15 +50,21 @@ func TestReviewRoundTrip(t *testing.T) {
 	if st.str("job", "status") != "completed" || st.at("review") != nil {
 		t.Fatalf("status view = %s", st.raw)
 	}
-	sum := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id, token: tok}).must(t, 200)
+	sum := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id, token: tok}).must(t, 200).conforms(t, "GetResult")
 	if sum.str("review", "grade") != "needs_work" || len(sum.at("review", "findings").([]any)) != 3 || sum.at("evidence") != nil {
 		t.Fatalf("summary view = %s", sum.raw)
 	}
-	focus := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=focus", token: tok}).must(t, 200)
+	// The MCP tools' member names, and the box in lower case.
+	if sum.str("review", "findings", 0, "finding_id") != "f_001" || sum.str("review", "findings", 0, "element_ref") != "#cta" ||
+		sum.str("review", "findings", 0, "bastion_severity") != "major" || sum.str("review", "findings", 0, "severity") != "should_fix" ||
+		sum.at("review", "findings", 1, "box", "y") != 200.0 || sum.at("review", "findings", 1, "box", "w") != 320.0 {
+		t.Fatalf("summary findings = %s", sum.raw)
+	}
+	focus := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=focus", token: tok}).must(t, 200).conforms(t, "GetResult")
 	if n := len(focus.at("review", "findings").([]any)); n != 2 {
 		t.Fatalf("focus view has %d findings, want 2 (no nits)", n)
 	}
-	ev := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=evidence", token: tok}).must(t, 200)
+	ev := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=evidence", token: tok}).must(t, 200).conforms(t, "GetResult")
 	data, err := base64.StdEncoding.DecodeString(ev.str("evidence", 0, "data"))
 	if err != nil || !bytes.Equal(data, []byte("\x89PNG-crop")) || ev.str("evidence", 0, "id") != "ev_001" || ev.str("evidence", 0, "mime_type") != "image/png" {
 		t.Fatalf("evidence view = %s (%v)", ev.raw, err)
@@ -66,7 +72,7 @@ func TestReviewRoundTrip(t *testing.T) {
 
 	// Panel actions read the completed review.
 	fix := e.do(t, req{method: "POST", path: "/api/v1/reviews/" + id + "/panel-action", token: tok,
-		body: `{"action":"apply_fix","finding_id":"f_001"}`}).must(t, 200)
+		body: `{"action":"apply_fix","finding_id":"f_001"}`}).must(t, 200).conforms(t, "PanelActionResult")
 	if fix.str("response", "type") != "fix" || fix.str("response", "fix") != "set color to #1a1a1a" {
 		t.Fatalf("apply_fix = %s", fix.raw)
 	}
@@ -79,19 +85,19 @@ func TestReviewRoundTrip(t *testing.T) {
 	// Recheck on the review id, after the agent's fix (a new revision).
 	rid := sum.str("job", "review_id")
 	rc := e.do(t, req{method: "POST", path: "/api/v1/reviews/" + rid + "/recheck", token: tok,
-		body: `{"finding_ids":["f_001"],"expected_revision":"rev-2","client_request_id":"key-recheck-01"}`}).must(t, 202)
+		body: `{"finding_ids":["f_001"],"expected_revision":"rev-2","client_request_id":"key-recheck-01"}`}).must(t, 202).conforms(t, "RecheckResult")
 	rcID := rc.str("job", "job_id")
 	if rc.str("job", "kind") != "recheck" || rc.str("job", "review_id") != rid || rc.header.Get("Location") != "/api/v1/reviews/"+rcID {
 		t.Fatalf("recheck = %s", rc.raw)
 	}
 	e.waitJob(t, tok, rcID)
-	rep := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + rcID, token: tok}).must(t, 200)
+	rep := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + rcID, token: tok}).must(t, 200).conforms(t, "GetResult")
 	if rep.str("recheck", "outcomes", 0, "finding_id") != "f_001" || rep.str("recheck", "outcomes", 0, "outcome") != "passed" {
 		t.Fatalf("recheck report = %s", rep.raw)
 	}
 
 	// Cancelling a finished job keeps its state.
-	cn := e.do(t, req{method: "POST", path: "/api/v1/reviews/" + id + "/cancel", token: tok}).must(t, 200)
+	cn := e.do(t, req{method: "POST", path: "/api/v1/reviews/" + id + "/cancel", token: tok}).must(t, 200).conforms(t, "CancelResult")
 	if cn.str("status") != "completed" || cn.str("upstream_cancellation") != review.UpstreamAlreadyTerminal {
 		t.Fatalf("cancel = %s", cn.raw)
 	}

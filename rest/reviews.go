@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/review"
 	"net/url"
@@ -44,19 +43,6 @@ func (h *handler) submit(c *call) (any, error) {
 	return out, nil
 }
 
-// getResponse is GetResult with its evidence rendered: the crops' bytes as
-// base64 (encoding/json's []byte form), in the evidence view only.
-type getResponse struct {
-	*review.GetResult
-	Evidence []evidence `json:"evidence,omitempty"`
-}
-
-type evidence struct {
-	ID       string `json:"id"`
-	MIMEType string `json:"mime_type"`
-	Data     []byte `json:"data"`
-}
-
 // get is GET /reviews/{job_id}?view=.
 func (h *handler) get(c *call) (any, error) {
 	if err := decodeJSON(c.body, &struct{}{}); err != nil {
@@ -75,18 +61,7 @@ func (h *handler) get(c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return getResponse{GetResult: out, Evidence: renderEvidence(out.Evidence)}, nil
-}
-
-func renderEvidence(ev []design.Evidence) []evidence {
-	if len(ev) == 0 {
-		return nil
-	}
-	out := make([]evidence, len(ev))
-	for i, e := range ev {
-		out[i] = evidence{ID: e.ID, MIMEType: e.MIMEType, Data: e.Data}
-	}
-	return out
+	return getOf(out), nil
 }
 
 // recheckBody is POST /reviews/{review_id}/recheck's body: RecheckParams
@@ -116,7 +91,7 @@ func (h *handler) recheck(c *call) (any, error) {
 		return nil, err
 	}
 	c.w.Header().Set("Location", Prefix+"/reviews/"+url.PathEscape(out.Job.JobID))
-	return out, nil
+	return recheckResponseOf(out), nil
 }
 
 // cancelBody is POST /reviews/{job_id}/cancel's optional body.

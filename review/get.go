@@ -87,15 +87,6 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 	return out, nil
 }
 
-// decodeResult returns a fresh copy of a completed review's result.
-func decodeResult(j *store.Job) (*design.Result, error) {
-	var res design.Result
-	if err := json.Unmarshal(j.Result, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
-}
-
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v) // cannot fail: plain structs of strings
 	return b

@@ -192,7 +192,7 @@ func (s *Service) run(ctx context.Context, j *store.Job) (*store.JobFinishParams
 		if res == nil {
 			return nil, fault.New(fault.JudgmentFailed, "the engine returned no result")
 		}
-		b, err := json.Marshal(res)
+		b, err := encodeResult(res)
 		if err != nil {
 			return nil, fmt.Errorf("review: encode result: %w", err)
 		}

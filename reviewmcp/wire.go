@@ -240,8 +240,24 @@ func orNone[T any](s []T) []T {
 	return s
 }
 
+// Critique, CritiqueFinding and Recheck are the review and recheck wire
+// shapes, exported so the REST API answers with the same names as the MCP
+// tools instead of keeping a second mapping that could drift.
+type (
+	Critique        = critique
+	CritiqueFinding = critiqueFinding
+	Recheck         = recheckWire
+)
+
+// CritiqueOf maps an engine result onto the wire Critique; see critiqueOf.
+func CritiqueOf(reviewID string, res *design.Result) *Critique { return critiqueOf(reviewID, res) }
+
+// RecheckOf maps a recheck report onto its wire shape; see recheckOf.
+func RecheckOf(r *review.RecheckReport) *Recheck { return recheckOf(r) }
+
 // critiqueOf maps an engine result onto the wire Critique. It is the one
-// place that does: every view and the panel action go through it.
+// place that does: every view, the panel action and the REST API go through
+// it.
 func critiqueOf(reviewID string, res *design.Result) *critique {
 	cov := res.Coverage
 	c := &critique{
