@@ -22,6 +22,7 @@ import (
 	"github.com/bastion-mcp/bastion/audit"
 	"github.com/bastion-mcp/bastion/edge"
 	"github.com/bastion-mcp/bastion/egress"
+	"github.com/bastion-mcp/bastion/gateway/approval"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/gateway/pin"
@@ -174,7 +175,7 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 		Dial:         loop.StandardDialer(cfg, upstream.Deps{Logger: log, Guard: guard}, shared),
 		ForPrincipal: perPrincipal,
 		Ledger:       g.Ledger,
-		Approvals:    loop.NewFileApprovals(paths.Approvals),
+		Approvals:    approval.NewFile(paths.Approvals),
 		PinStore:     pin.NewFileStore(paths.Pins),
 		Metrics:      g.Registry,
 		Logger:       log,

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bastion-mcp/bastion/app"
+	"github.com/bastion-mcp/bastion/gateway/approval"
 	"github.com/bastion-mcp/bastion/gateway/config"
-	"github.com/bastion-mcp/bastion/gateway/loop"
 )
 
 func newApprovalsCmd() *cobra.Command {
@@ -21,9 +21,9 @@ func newApprovalsCmd() *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVar(&cfgPath, "config", "bastion.toml", "gateway configuration file (for [approvals] file and [audit] dir)")
 	cmd.PersistentFlags().StringVar(&file, "file", "", "approvals file (overrides --config)")
-	store := func() (*loop.FileApprovals, error) {
+	store := func() (*approval.File, error) {
 		if file != "" {
-			return loop.NewFileApprovals(file), nil
+			return approval.NewFile(file), nil
 		}
 		cfg, err := config.Load(cfgPath)
 		if err != nil {
@@ -33,7 +33,7 @@ func newApprovalsCmd() *cobra.Command {
 		if err != nil {
 			return nil, err
 		}
-		return loop.NewFileApprovals(paths.Approvals), nil
+		return approval.NewFile(paths.Approvals), nil
 	}
 	var all bool
 	list := &cobra.Command{
@@ -52,7 +52,7 @@ func newApprovalsCmd() *cobra.Command {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSTATUS\tCREATED\tPRINCIPAL\tTOOL\tRULE\tREASON")
 			for _, a := range as {
-				if !all && a.Status != loop.Pending {
+				if !all && a.Status != approval.Pending {
 					continue
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s/%s\t%s\t%s\t%s\n", a.ID, a.Status, a.Created.Format(time.RFC3339),

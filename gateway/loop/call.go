@@ -15,6 +15,7 @@ import (
 	"github.com/bastion-mcp/bastion/audit"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/gateway"
+	"github.com/bastion-mcp/bastion/gateway/approval"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
@@ -57,8 +58,7 @@ func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest
 	}
 	o.server, o.tool = a.Server, a.Tool
 	if d.ParkForApproval() {
-		res, replay := l.approval(ctx, c, a, d, o)
-		if !replay {
+		if res := l.approval(ctx, c, a, d, o); res != nil {
 			return res, nil
 		}
 		// A human approved exactly this call: run the chain again with the
@@ -71,10 +71,7 @@ func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest
 	o.warnings = d.Warnings
 	if !d.Allow {
 		o.decision, o.gate, o.rule, o.reason = audit.Denied, d.Gate, d.Rule, d.Reason
-		if !l.record(ctx, c, o) {
-			return ledgerRefusal(o), nil
-		}
-		return denial(d.Reason), nil
+		return l.answer(ctx, c, o, denial(o.reason)), nil
 	}
 	o.rule, o.gate = d.Rule, gateway.GatePolicy
 	if !l.admit(ctx, c, o) {
@@ -148,10 +145,7 @@ func (l *Loop) finish(ctx context.Context, c *client, a *gateway.CallArgs, o *ou
 	raw, err := json.Marshal(res)
 	if err != nil {
 		o.decision, o.rule, o.reason = audit.UpstreamError, "bad-result", "the upstream's result could not be encoded"
-		if !l.record(ctx, c, o) {
-			return ledgerRefusal(o), nil
-		}
-		return denial(o.reason), nil
+		return l.answer(ctx, c, o, denial(o.reason)), nil
 	}
 	o.result = raw
 	rd, err := l.chain.CheckResult(ctx, a, raw)
@@ -162,16 +156,10 @@ func (l *Loop) finish(ctx context.Context, c *client, a *gateway.CallArgs, o *ou
 	if !rd.Allow {
 		// The model never sees a blocked result; the ledger keeps its digest.
 		o.decision, o.gate, o.rule, o.reason = audit.Denied, rd.Gate, rd.Rule, rd.Reason
-		if !l.record(ctx, c, o) {
-			return ledgerRefusal(o), nil
-		}
-		return denial(rd.Reason), nil
+		return l.answer(ctx, c, o, denial(o.reason)), nil
 	}
 	o.decision = audit.Allowed
-	if !l.record(ctx, c, o) {
-		return ledgerRefusal(o), nil
-	}
-	return res, nil
+	return l.answer(ctx, c, o, res), nil
 }
 
 // upstreamFailed classifies a failed upstream call. An upstream's own
@@ -197,20 +185,21 @@ func (l *Loop) upstreamFailed(ctx context.Context, c *client, o *outcome, err er
 		}
 		o.decision, o.rule, o.reason = audit.UpstreamError, "upstream-unavailable", msg
 	}
-	if !l.record(ctx, c, o) {
-		return ledgerRefusal(o), nil
+	if rpc == nil {
+		return l.answer(ctx, c, o, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bastion error: " + o.reason}}}), nil
 	}
-	if rpc != nil {
-		return nil, rpc
+	// The upstream's own error passes through, unless the ledger refused.
+	if refusal := l.answer(ctx, c, o, nil); refusal != nil {
+		return refusal, nil
 	}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bastion error: " + o.reason}}}, nil
+	return nil, rpc
 }
 
-// approval handles a call the policy parks. It returns the result to send
-// and false, or true when a human approved exactly this call and it should
-// be replayed.
-func (l *Loop) approval(ctx context.Context, c *client, a *gateway.CallArgs, d gateway.Decision, o *outcome) (*mcp.CallToolResult, bool) {
-	want := Approval{
+// approval handles a call the policy parks. It returns the result to send,
+// or nil when a human approved exactly this call and it should be
+// replayed.
+func (l *Loop) approval(ctx context.Context, c *client, a *gateway.CallArgs, d gateway.Decision, o *outcome) *mcp.CallToolResult {
+	want := approval.Approval{
 		Tenant: c.p.Tenant(), Principal: c.p.ID(), Server: a.Server, Tool: a.Tool, Name: a.Name,
 		ArgsHash: audit.Digest(a.Arguments), Rule: d.Approval.Rule, Reason: d.Approval.Reason,
 	}
@@ -218,42 +207,30 @@ func (l *Loop) approval(ctx context.Context, c *client, a *gateway.CallArgs, d g
 	if err != nil {
 		l.log.LogAttrs(ctx, slog.LevelError, "approval queue failed; call denied", slog.String("err", err.Error()))
 		o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, "approval-unavailable", "the approval queue is unavailable"
-		if !l.record(ctx, c, o) {
-			return ledgerRefusal(o), false
-		}
-		return denial(o.reason), false
+		return l.answer(ctx, c, o, denial(o.reason))
 	}
 	switch ap.Status {
-	case Approved:
+	case approval.Approved:
 		if err := l.approvals.Consume(context.WithoutCancel(ctx), ap.ID); err != nil {
 			o.decision, o.gate, o.rule, o.reason = audit.Denied, gateway.GatePolicy, "approval-unavailable", "the approval queue is unavailable"
-			if !l.record(ctx, c, o) {
-				return ledgerRefusal(o), false
-			}
-			return denial(o.reason), false
+			return l.answer(ctx, c, o, denial(o.reason))
 		}
-		return nil, true
-	case Denied:
+		return nil
+	case approval.Denied:
 		_ = l.approvals.Consume(context.WithoutCancel(ctx), ap.ID)
 		o.decision, o.gate, o.rule = audit.Denied, gateway.GatePolicy, d.Approval.Rule
 		o.reason = fmt.Sprintf("approval %s was denied by %s", ap.ID, nonEmpty(ap.DecidedBy, "an approver"))
-		if !l.record(ctx, c, o) {
-			return ledgerRefusal(o), false
-		}
-		return denial(o.reason), false
+		return l.answer(ctx, c, o, denial(o.reason))
 	}
 	o.decision, o.gate, o.rule = audit.ApprovalPending, gateway.GatePolicy, d.Approval.Rule
 	o.reason = fmt.Sprintf("approval %s pending: %s", ap.ID, d.Approval.Reason)
-	if !l.record(ctx, c, o) {
-		return ledgerRefusal(o), false
-	}
 	text := fmt.Sprintf("bastion: this call needs a human's approval (approval id %s): %s. "+
 		"It was not run. Once an approver runs `bastion approvals approve %s`, call %s again with the same arguments; "+
 		"calling it earlier returns this message again.", ap.ID, d.Approval.Reason, ap.ID, a.Name)
-	return &mcp.CallToolResult{
+	return l.answer(ctx, c, o, &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: map[string]any{"approval_id": ap.ID, "status": string(Pending)},
-	}, false
+		StructuredContent: map[string]any{"approval_id": ap.ID, "status": string(approval.Pending)},
+	})
 }
 
 func nonEmpty(s, def string) string {

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bastion-mcp/bastion/audit"
-	"github.com/bastion-mcp/bastion/gateway/loop"
+	"github.com/bastion-mcp/bastion/gateway/approval"
 	"github.com/bastion-mcp/bastion/gateway/pin"
 )
 
@@ -27,7 +27,7 @@ func TestApprovalFlow(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	target := filepath.Join(dir, "out.txt")
-	store := loop.NewFileApprovals(filepath.Join(dir, "approvals.json"))
+	store := approval.NewFile(filepath.Join(dir, "approvals.json"))
 	b := setup(t, `
 [server.t]
 kind = "stdio"
@@ -53,7 +53,7 @@ match = ["t__writefile"]
 	again, _ := call(t, a, "t__writefile", args)
 	ctx := context.Background()
 	list, err := store.List(ctx)
-	if err != nil || len(list) != 1 || list[0].Status != loop.Pending || !strings.Contains(again, list[0].ID) {
+	if err != nil || len(list) != 1 || list[0].Status != approval.Pending || !strings.Contains(again, list[0].ID) {
 		t.Fatalf("approvals %+v (%v), second answer %q", list, err, again)
 	}
 	// Another principal's identical call is its own request.
@@ -63,7 +63,7 @@ match = ["t__writefile"]
 	}
 
 	// A second store over the same file stands for `bastion approvals`.
-	cli := loop.NewFileApprovals(filepath.Join(dir, "approvals.json"))
+	cli := approval.NewFile(filepath.Join(dir, "approvals.json"))
 	if _, err := cli.Decide(ctx, list[0].ID, true, "carol"); err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/audit"
 	"github.com/bastion-mcp/bastion/gateway"
+	"github.com/bastion-mcp/bastion/gateway/approval"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/inspect"
 	"github.com/bastion-mcp/bastion/gateway/pin"
@@ -116,7 +117,7 @@ type Deps struct {
 	// PinStore keeps approved tool hashes; nil means an in-memory store.
 	PinStore pin.Store
 	// Approvals keeps parked calls; nil means an in-memory queue.
-	Approvals Approvals
+	Approvals approval.Queue
 	// Metrics receives the loop's collectors; nil means a private registry.
 	Metrics prometheus.Registerer
 	// Logger; nil discards.
@@ -161,7 +162,7 @@ type Loop struct {
 	pins      *pin.Gate
 	inspect   *inspect.Gate
 	ledger    Ledger
-	approvals Approvals
+	approvals approval.Queue
 	log       *slog.Logger
 	met       *metrics
 	version   string
@@ -234,7 +235,7 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 		l.log = slog.New(slog.DiscardHandler)
 	}
 	if l.approvals == nil {
-		l.approvals = NewMemApprovals()
+		l.approvals = approval.NewMem()
 	}
 	if l.version == "" {
 		l.version = "0"
@@ -394,7 +395,7 @@ func (l *Loop) Close() error {
 func (l *Loop) Pins() *pin.Gate { return l.pins }
 
 // Approvals returns the approval queue.
-func (l *Loop) Approvals() Approvals { return l.approvals }
+func (l *Loop) Approvals() approval.Queue { return l.approvals }
 
 // Refresh re-lists srv and republishes the catalog; the loop does this on
 // every list_changed and reconnection. After pin.Approve, call it so the

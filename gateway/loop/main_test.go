@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/bastion-mcp/bastion/audit"
+	"github.com/bastion-mcp/bastion/gateway/approval"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/gateway/pin"
@@ -63,7 +64,7 @@ type setupOpts struct {
 	inProcess map[string]func(context.Context) (mcp.Transport, error)
 	// forPrincipal is loop.Deps.ForPrincipal.
 	forPrincipal map[string]loop.PrincipalServer
-	approvals    loop.Approvals
+	approvals    approval.Queue
 	pins         pin.Store // nil: in memory
 	// ledgerDir is where the ledger lives ("" for a fresh temporary
 	// directory), opened with ledgerOpts.

@@ -132,6 +132,16 @@ func (l *Loop) ledgerWrites(ctx context.Context) {
 	}
 }
 
+// answer records o and returns res, the answer to a tools/call, or, when
+// the ledger refuses, the refusal the client gets instead: the one path by
+// which a governed call fails closed.
+func (l *Loop) answer(ctx context.Context, c *client, o *outcome, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if !l.record(ctx, c, o) {
+		return ledgerRefusal(o)
+	}
+	return res
+}
+
 // ReasonUnrecorded starts the answer to a call that ran (its attempt is in
 // the ledger) but whose outcome the ledger could not record: the result is
 // withheld, and the client is not told the call was refused, since it was
