@@ -312,7 +312,7 @@ func TestReviewRejectsBadRequests(t *testing.T) {
 	}
 }
 
-// TestReviewNotesTruncatedMeasurement: a page past the collector's hit-test
+// TestReviewNotesTruncatedMeasurement: a page past the collector's element
 // cap is reviewed, and the coverage says part of it went unchecked; a small
 // page gets no such note.
 func TestReviewNotesTruncatedMeasurement(t *testing.T) {
@@ -320,7 +320,7 @@ func TestReviewNotesTruncatedMeasurement(t *testing.T) {
 	many := func() string {
 		var b strings.Builder
 		b.WriteString(`<!doctype html><title>many</title><body>`)
-		for i := range 700 {
+		for i := range 4100 {
 			fmt.Fprintf(&b, `<button id="b%d" style="display:block;width:60px;height:30px">%d</button>`, i, i)
 		}
 		return b.String()
