@@ -69,6 +69,16 @@ func OpenEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	return &Engine{Engine: local.New(pool, proxy, cfg.Guard, opts), proxy: proxy, pool: pool}, nil
 }
 
+// Ready reports whether a browser runs, launching one if none does (the
+// pool relaunches lazily after a crash): the readiness check, and the
+// warm-up before serving.
+func (e *Engine) Ready(ctx context.Context) error {
+	if e.pool.BrowserPID() != 0 {
+		return nil
+	}
+	return e.pool.Warm(ctx)
+}
+
 // Close stops the browser, then the proxy.
 func (e *Engine) Close() error {
 	return errors.Join(e.pool.Close(), e.proxy.Close())

@@ -182,7 +182,7 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 		Ready: []edge.Check{
 			{Name: "store", Check: a.Ping},
 			{Name: "migrations", Check: a.Migrated},
-			{Name: "browser", Check: a.browserReady},
+			{Name: "browser", Check: a.engine.Ready},
 		},
 		Metadata: md,
 		Registry: prometheus.NewRegistry(),
@@ -210,15 +210,6 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 	mux.Handle(rest.Prefix+"/", e.Guard(restAuth(api)))
 	mux.Handle("/", e)
 	return &HTTP{Edge: e, Handler: mux, Admin: e.AdminHandler()}, nil
-}
-
-// browserReady reports whether a browser runs, launching one if none does
-// (the pool relaunches lazily after a crash).
-func (a *App) browserReady(ctx context.Context) error {
-	if a.engine.pool.BrowserPID() != 0 {
-		return nil
-	}
-	return a.engine.pool.Warm(ctx)
 }
 
 // authenticator returns the request authenticator sc asks for, or nil for
@@ -356,7 +347,7 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 	// no launch is in flight when a SIGTERM closes the pool (capture.Pool's
 	// Close waits for a launch to unwind, which can take long under load).
 	// Connections made meanwhile wait in the listener's backlog.
-	if err := a.engine.pool.Warm(ctx); err != nil && ctx.Err() == nil {
+	if err := a.engine.Ready(ctx); err != nil && ctx.Err() == nil {
 		a.Log.Warn("bastion serve: the browser did not start; /readyz reports it", "err", err)
 	}
 	return a.serve(ctx, sc, h, ln, aln, noWorkers, stop)
