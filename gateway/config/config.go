@@ -84,32 +84,15 @@ type File struct {
 type Gateway struct {
 	// Profile is the active gateway-wide profile; empty means none.
 	Profile string `toml:"profile"`
-	// Timeout is the default per-call upstream timeout; zero means
-	// DefaultTimeout (there is no "no timeout").
+	// Timeout is the default per-call upstream timeout; WithDefaults sets
+	// zero to DefaultTimeout (there is no "no timeout").
 	Timeout Duration `toml:"timeout"`
 	// StartupWait bounds how long start-up waits for the upstreams' first
-	// sessions before serving the ones that are up; zero means
-	// DefaultStartupWait. An upstream not up by then is served once it
+	// sessions before serving the ones that are up; WithDefaults sets zero
+	// to DefaultStartupWait. An upstream not up by then is served once it
 	// connects (clients get tools/list_changed).
 	StartupWait Duration `toml:"startup_wait"`
 }
-
-// DefaultStartupWait is how long start-up waits for upstreams by default:
-// long enough for a child process to start on a loaded machine, short
-// enough that one broken upstream delays the others only briefly.
-const DefaultStartupWait = 5 * time.Second
-
-// StartupWaitOr returns [gateway] startup_wait, else DefaultStartupWait.
-func (f *File) StartupWaitOr() time.Duration {
-	if f.Gateway.StartupWait > 0 {
-		return time.Duration(f.Gateway.StartupWait)
-	}
-	return DefaultStartupWait
-}
-
-// DefaultTimeout bounds a call when neither the gateway nor the server sets
-// a timeout: one wedged upstream must never hold a caller forever.
-const DefaultTimeout = 30 * time.Second
 
 // The upstream kinds.
 const (
@@ -124,7 +107,7 @@ const (
 type Server struct {
 	Kind string `toml:"kind"`
 	// Namespace prefixes the server's tools for clients (NAMESPACE__tool);
-	// empty means the server's key.
+	// WithDefaults sets empty to the server's key.
 	Namespace string `toml:"namespace"`
 	// Unprefixed serves the server's tools and prompts under their own
 	// names, without NAMESPACE__ (for a gateway in front of one server that
@@ -137,7 +120,8 @@ type Server struct {
 	// Only `bastion validate` reads it (to print their effective policy);
 	// it grants nothing.
 	Tools []string `toml:"tools"`
-	// Timeout overrides the gateway's per-call timeout.
+	// Timeout overrides the gateway's per-call timeout; WithDefaults sets
+	// zero to the gateway's.
 	Timeout Duration `toml:"timeout"`
 	// Optional marks a server the gateway is complete without: while it is
 	// unavailable /readyz stays ready (status "degraded", naming it) and
@@ -146,7 +130,8 @@ type Server struct {
 	// calls to it until it connects.
 	Optional bool `toml:"optional"`
 	// Protocol is the MCP revision offered to the server: "2025-11-25"
-	// (the default) or "2026-07-28". An http or in-process server also gets
+	// or "2026-07-28"; empty (left so by WithDefaults) is the upstream
+	// package's default revision, 2025-11-25. An http or in-process server also gets
 	// a 2026-07-28 session beside its default one, for clients on that
 	// revision; a stdio or wasm server is one process, never started twice,
 	// so it speaks only this revision and 2026-07-28 clients reach a
@@ -168,30 +153,8 @@ type Server struct {
 
 	// wasm
 	Wasm     string   `toml:"wasm"`      // path of the .wasm module
-	MemoryMB int      `toml:"memory_mb"` // memory cap; zero means DefaultWasmMemoryMB
+	MemoryMB int      `toml:"memory_mb"` // memory cap; WithDefaults sets zero to DefaultWasmMemoryMB
 	ReadOnly []string `toml:"readonly"`  // host directories granted read-only; none by default
-}
-
-// DefaultWasmMemoryMB caps a Wasm upstream's memory when memory_mb is unset.
-const DefaultWasmMemoryMB = 64
-
-// NamespaceOf returns the client-facing namespace of the server keyed name.
-func (s *Server) NamespaceOf(name string) string {
-	if s.Namespace != "" {
-		return s.Namespace
-	}
-	return name
-}
-
-// TimeoutOr returns the server's timeout, else the gateway's, else DefaultTimeout.
-func (f *File) TimeoutOr(s *Server) time.Duration {
-	switch {
-	case s != nil && s.Timeout > 0:
-		return time.Duration(s.Timeout)
-	case f.Gateway.Timeout > 0:
-		return time.Duration(f.Gateway.Timeout)
-	}
-	return DefaultTimeout
 }
 
 // Policy is [policy]: an ordered list of rules.
@@ -261,12 +224,9 @@ type RateLimit struct {
 	PerPrincipal *Bucket `toml:"per_principal"`
 	PerTool      *Bucket `toml:"per_tool"`
 	// MaxKeys bounds how many per-principal and per-tool buckets are kept
-	// each; zero means DefaultMaxKeys.
+	// each; WithDefaults sets zero to DefaultMaxKeys.
 	MaxKeys int `toml:"max_keys"`
 }
-
-// DefaultMaxKeys is the default bound on keyed buckets.
-const DefaultMaxKeys = 10000
 
 // Bucket is a token bucket: Rate tokens a second, up to Burst.
 type Bucket struct {
@@ -283,8 +243,8 @@ const (
 
 // Inspect is [inspect].
 type Inspect struct {
-	// Mode is off, warn or enforce; empty means warn, so a forgotten key
-	// still reports.
+	// Mode is off, warn or enforce; WithDefaults sets empty to warn, so a
+	// forgotten key still reports.
 	Mode string `toml:"mode"`
 	// Disable names built-in detectors to turn off (e.g. "generic_secret").
 	Disable  []string  `toml:"disable"`
@@ -307,10 +267,11 @@ const (
 // Pin is [pin].
 type Pin struct {
 	// Mode is strict (drifted tools hidden and denied, new tools held) or
-	// warn (both allowed with a warning); empty means strict.
+	// warn (both allowed with a warning); WithDefaults sets empty to strict.
 	Mode string `toml:"mode"`
-	// TOFU, when true (the default), pins a server's tools on its first
-	// connect; false holds every tool until `bastion pin approve`.
+	// TOFU, when true, pins a server's tools on its first connect; false
+	// holds every tool until `bastion pin approve`. WithDefaults sets nil
+	// to true.
 	TOFU *bool `toml:"tofu"`
 }
 
