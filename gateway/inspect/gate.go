@@ -18,8 +18,9 @@ type Mode uint8
 
 // The modes.
 const (
-	// Warn lets the call through and records the finding (the default, so
-	// a forgotten mode still reports).
+	// Warn lets the call through and records the finding. It is the zero
+	// Mode, as warn is [inspect] mode's default (config.File.WithDefaults),
+	// so a forgotten mode still reports.
 	Warn Mode = iota
 	// Off scans nothing.
 	Off
@@ -27,10 +28,11 @@ const (
 	Enforce
 )
 
-// ParseMode parses "off", "warn" or "enforce"; "" is Warn.
+// ParseMode parses "off", "warn" or "enforce". An empty mode is an error:
+// the default is config.File.WithDefaults's to fill, not the gate's.
 func ParseMode(s string) (Mode, error) {
 	switch s {
-	case "", config.ModeWarn:
+	case config.ModeWarn:
 		return Warn, nil
 	case config.ModeOff:
 		return Off, nil
@@ -77,9 +79,6 @@ func NewGate(s *Scanner, m Mode) *Gate {
 	g.poisoned.Store(&map[toolKey]Result{})
 	return g
 }
-
-// Mode returns the gate's mode.
-func (g *Gate) Mode() Mode { return g.mode }
 
 // decide turns a scan of surface into a Decision: in enforce mode a
 // denial, otherwise an allow carrying every finding as a warning.
@@ -229,15 +228,4 @@ func (g *Gate) Visible(server, tool string) bool {
 	}
 	_, bad := (*g.poisoned.Load())[toolKey{server, tool}]
 	return !bad
-}
-
-// Filter returns the tools of server that Visible admits, in order.
-func Filter[T any](g *Gate, server string, tools []T, name func(T) string) []T {
-	out := make([]T, 0, len(tools))
-	for _, t := range tools {
-		if g.Visible(server, name(t)) {
-			out = append(out, t)
-		}
-	}
-	return out
 }

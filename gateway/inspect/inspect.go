@@ -132,7 +132,8 @@ func NewScanner(o Options) (*Scanner, error) {
 	return s, nil
 }
 
-// FromConfig builds the Scanner and Mode of [inspect].
+// FromConfig builds the Scanner and Mode of [inspect], as
+// config.File.WithDefaults leaves it (an empty mode is an error).
 func FromConfig(c config.Inspect) (*Scanner, Mode, error) {
 	o := Options{Disable: c.Disable}
 	for _, p := range c.Patterns {

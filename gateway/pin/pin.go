@@ -173,8 +173,8 @@ type server struct {
 	observed map[string]Hash // zero Hash: observed but malformed
 }
 
-// Gate is the pin gate. Observe and Approve change its state; Check,
-// Visible and Diff read an immutable snapshot.
+// Gate is the pin gate. Observe and Approve change its state; Check and
+// Visible read an immutable snapshot.
 type Gate struct {
 	store Store
 	opts  Options
@@ -191,7 +191,7 @@ func New(store Store, opts Options) *Gate {
 	return g
 }
 
-// Report is what an observation or a diff found for one server.
+// Report is what an observation found for one server.
 type Report struct {
 	Matched []string // pinned and unchanged
 	Added   []string // not pinned (held in strict mode once approved)
@@ -272,22 +272,6 @@ func diff(pinned, observed map[string]Hash) Report {
 	for _, l := range []*[]string{&r.Matched, &r.Added, &r.Changed, &r.Removed} {
 		slices.Sort(*l)
 	}
-	return r
-}
-
-// Diff compares the last observation of srv with its pins.
-func (g *Gate) Diff(srv string) Report {
-	s := (*g.state.Load())[srv]
-	if s == nil {
-		return Report{}
-	}
-	r := diff(s.pinned, s.observed)
-	for n, h := range s.observed {
-		if !h.IsValid() {
-			r.Invalid = append(r.Invalid, n)
-		}
-	}
-	slices.Sort(r.Invalid)
 	return r
 }
 
@@ -399,16 +383,4 @@ func (g *Gate) Check(_ context.Context, a *gateway.CallArgs) (gateway.Decision, 
 func (g *Gate) Visible(srv, tool string) bool {
 	rule, _ := g.verdict(srv, tool)
 	return rule == "" || (g.opts.Mode == Warn && rule != RuleUnseen)
-}
-
-// Filter returns the tools of srv that Visible admits, in order; name
-// extracts a tool's upstream name.
-func Filter[T any](g *Gate, srv string, tools []T, name func(T) string) []T {
-	out := make([]T, 0, len(tools))
-	for _, t := range tools {
-		if g.Visible(srv, name(t)) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
