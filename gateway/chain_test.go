@@ -10,10 +10,8 @@ import (
 
 	"github.com/bastion-mcp/bastion/gateway"
 	"github.com/bastion-mcp/bastion/gateway/config"
-	"github.com/bastion-mcp/bastion/gateway/inspect"
+	"github.com/bastion-mcp/bastion/gateway/gates"
 	"github.com/bastion-mcp/bastion/gateway/internal/benchcpu"
-	"github.com/bastion-mcp/bastion/gateway/pin"
-	"github.com/bastion-mcp/bastion/gateway/policy"
 	"github.com/bastion-mcp/bastion/gateway/ratelimit"
 	"github.com/bastion-mcp/bastion/principal"
 )
@@ -66,8 +64,9 @@ type bundle struct {
 	dev     principal.Principal
 }
 
-// setup builds a chain of the real gates from src (benchConfig's servers
-// and rules unless src replaces the rate limits).
+// setup compiles src (benchConfig's servers and rules unless src replaces
+// the rate limits) into the real chain, as the gateway does, with the
+// github tools observed and routed.
 func setup(tb testing.TB, src string) *bundle {
 	tb.Helper()
 	ctx := context.Background()
@@ -75,58 +74,63 @@ func setup(tb testing.TB, src string) *bundle {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	pol, err := policy.New(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pins := pin.New(&pin.MemStore{}, pin.Options{Mode: pin.Strict, TOFU: true})
 	var defs []json.RawMessage
 	routes := gateway.Routes{}
 	for name, def := range tools {
 		defs = append(defs, json.RawMessage(def))
 		routes[gateway.QualifiedName("github", name)] = gateway.Route{Server: "github", Tool: name}
 	}
-	if _, err := pins.Observe(ctx, "github", defs); err != nil {
-		tb.Fatal(err)
-	}
-	lim, err := ratelimit.New(ratelimit.FromConfig(f.RateLimit))
+	g, err := gates.Compile(f, gates.Options{Routing: gateway.RoutingGate{Router: routes}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sc, mode, err := inspect.FromConfig(f.Inspect)
-	if err != nil {
+	if _, err := g.Pins.Observe(ctx, "github", defs); err != nil {
 		tb.Fatal(err)
 	}
-	insp := inspect.NewGate(sc, mode)
-	insp.ObserveTools("github", defs)
-	chain, err := gateway.NewChain(gateway.Stages{
-		Routing:   gateway.RoutingGate{Router: routes},
-		Policy:    pol,
-		Pin:       pins,
-		RateLimit: lim,
-		Inspect:   insp,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	g.Inspect.ObserveTools("github", defs)
 	dev, err := principal.New("acme", "dev-1", principal.ReviewsRead)
+	if err == nil {
+		dev, err = dev.WithRoles("dev")
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &bundle{chain: chain, limiter: lim, dev: dev}
+	return &bundle{chain: g.Chain, limiter: g.RateLimit, dev: dev}
 }
 
 func (b *bundle) call(name, args string) *gateway.CallArgs {
-	return &gateway.CallArgs{Principal: b.dev, Roles: []string{"dev"}, Name: name, Arguments: json.RawMessage(args)}
+	return &gateway.CallArgs{Principal: b.dev, Name: name, Arguments: json.RawMessage(args)}
 }
 
 const typicalArgs = `{"owner":"acme","repo":"web","title":"Header contrast fails WCAG AA on /pricing","labels":["design","a11y"]}`
 
+// TestOrder: a chain runs its stages in the one stated order, whatever
+// order Stages lists them in, and names each gate's decision after it.
 func TestOrder(t *testing.T) {
 	t.Parallel()
+	var ran []string
+	stage := func(name string) gateway.Gate {
+		return gateway.GateFunc(func(context.Context, *gateway.CallArgs) (gateway.Decision, error) {
+			ran = append(ran, name)
+			return gateway.Decision{Allow: true}, nil
+		})
+	}
+	chain, err := gateway.NewChain(gateway.Stages{
+		Inspect:   stage("inspect"),
+		RateLimit: stage("ratelimit"),
+		Pin:       stage("pin"),
+		Policy:    stage("policy"),
+		Routing:   stage("routing"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := chain.Check(context.Background(), &gateway.CallArgs{Name: "x"}); err != nil || !d.Allow {
+		t.Fatalf("Check = %+v, %v", d, err)
+	}
 	want := []string{"routing", "policy", "pin", "ratelimit", "inspect"}
-	if got := gateway.Order(); !slices.Equal(got, want) {
-		t.Errorf("Order() = %v, want %v", got, want)
+	if !slices.Equal(ran, want) {
+		t.Errorf("gates ran %v, want %v", ran, want)
 	}
 }
 

@@ -30,14 +30,11 @@ import (
 // CallArgs is one tools/call as the gates see it. It is a struct, not a
 // parameter list, so it can grow (smokescreen's DecideArgs habit).
 type CallArgs struct {
-	// Principal is the authenticated caller; the zero Principal (no
-	// authentication) matches no principal, scope or role condition.
+	// Principal is the authenticated caller, with the scopes and roles its
+	// verified credential states (a JWT's scope and roles claims; a PAT has
+	// no roles); the zero Principal (no authentication) matches no
+	// principal, scope or role condition.
 	Principal principal.Principal
-	// Roles are the caller's roles as its credential states them (a JWT
-	// "roles" claim, a PAT's recorded roles). principal.Principal carries
-	// scopes only; the edge fills this from the same verified credential and
-	// nothing else may.
-	Roles []string
 	// Name is the tool name the client called (namespaced, "server__tool").
 	Name string
 	// Server and Tool are the upstream's id (its [server.NAME] key) and the
@@ -168,15 +165,6 @@ func (s Stages) ordered() []namedGate {
 		{GateRateLimit, s.RateLimit},
 		{GateInspect, s.Inspect},
 	}
-}
-
-// Order returns the gate names in the order a Chain runs them.
-func Order() []string {
-	var names []string
-	for _, g := range (Stages{}).ordered() {
-		names = append(names, g.name)
-	}
-	return names
 }
 
 // Chain runs the gates in order and returns the first denial. It holds no

@@ -329,7 +329,8 @@ func Parse(name string, data []byte) (*File, error) {
 }
 
 // Error is one configuration problem. Line and Column are 1-based; zero
-// means the position is not known.
+// means the position is not known; an empty File means the file is not
+// known either.
 type Error struct {
 	File         string
 	Line, Column int
@@ -345,10 +346,15 @@ func (e *Error) Error() string {
 			pos += fmt.Sprintf(":%d", e.Column)
 		}
 	}
-	if e.Key != "" {
-		return pos + ": " + e.Key + ": " + e.Msg
+	// A problem found after loading (gates.Compile's) may not know the
+	// file; it then starts with the key.
+	if pos != "" {
+		pos += ": "
 	}
-	return pos + ": " + e.Msg
+	if e.Key != "" {
+		return pos + e.Key + ": " + e.Msg
+	}
+	return pos + e.Msg
 }
 
 // Errors is every problem found in one file, in file order where known.

@@ -50,7 +50,7 @@ func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest
 	if err != nil {
 		return nil, err
 	}
-	a := &gateway.CallArgs{Principal: c.p, Roles: c.p.Roles(), Name: p.Name, Arguments: p.Arguments}
+	a := &gateway.CallArgs{Principal: c.p, Name: p.Name, Arguments: p.Arguments}
 
 	d, err := l.chain.Check(ctx, a)
 	if err != nil {
@@ -249,7 +249,7 @@ func (c *client) getPrompt(e *promptEntry) mcp.PromptHandler {
 		if args, err := json.Marshal(req.Params.Arguments); err == nil {
 			o.args = args
 		}
-		a := &gateway.CallArgs{Principal: c.p, Roles: c.p.Roles(), Name: req.Params.Name, Server: e.server, Tool: e.prompt, Arguments: o.args}
+		a := &gateway.CallArgs{Principal: c.p, Name: req.Params.Name, Server: e.server, Tool: e.prompt, Arguments: o.args}
 		ctx, h, err := c.forward(ctx, req.Session, o, a, req.Params.Meta, req.Params.RequestState)
 		if err != nil {
 			return nil, err
@@ -278,7 +278,7 @@ func (c *client) readResource(server, name string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		o := newOutcome("resources/read")
 		o.name, o.server, o.tool = req.Params.URI, server, name
-		a := &gateway.CallArgs{Principal: c.p, Roles: c.p.Roles(), Name: req.Params.URI, Server: server, Tool: name}
+		a := &gateway.CallArgs{Principal: c.p, Name: req.Params.URI, Server: server, Tool: name}
 		ctx, h, err := c.forward(ctx, req.Session, o, a, req.Params.Meta, req.Params.RequestState)
 		if err != nil {
 			return nil, err

@@ -73,10 +73,10 @@ import (
 	"github.com/bastion-mcp/bastion/gateway"
 	"github.com/bastion-mcp/bastion/gateway/approval"
 	"github.com/bastion-mcp/bastion/gateway/config"
+	"github.com/bastion-mcp/bastion/gateway/gates"
 	"github.com/bastion-mcp/bastion/gateway/inspect"
 	"github.com/bastion-mcp/bastion/gateway/pin"
 	"github.com/bastion-mcp/bastion/gateway/policy"
-	"github.com/bastion-mcp/bastion/gateway/ratelimit"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/upstream"
 )
@@ -153,7 +153,7 @@ const DefaultPinRefresh = 2 * time.Second
 
 // Loop is the gateway. Create it with New; it is safe for concurrent use.
 type Loop struct {
-	// Fixed at New.
+	// Fixed at New; cfg is the configuration after WithDefaults.
 	cfg       *config.File
 	servers   map[string]*serverState // by [server.X] key
 	order     []string                // server keys, sorted
@@ -213,13 +213,16 @@ type serverState struct {
 // New connects every configured server (through deps.Dial), waits up to
 // [gateway] startup_wait for their first sessions, observes the tools of
 // those that are up for pins and inspection, and builds the merged catalog
-// and the gate chain. A server not up by then is served when it connects.
+// and the gate chain (gates.Compile, as `bastion validate` does). It reads
+// cfg.WithDefaults(), never cfg's own empty fields. A server not up by then
+// is served when it connects.
 // New fails when a server cannot be configured, two servers that are up
 // list a colliding name, or the policy does not compile.
 func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 	if deps.Dial == nil || deps.Ledger == nil {
 		return nil, errors.New("loop: Dial and Ledger are required")
 	}
+	cfg = cfg.WithDefaults() // every default is decided there, once
 	l := &Loop{
 		cfg:       cfg,
 		servers:   map[string]*serverState{},
@@ -244,35 +247,11 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 	if l.rounds, err = newRoundKey(); err != nil {
 		return nil, err
 	}
-	if l.policy, err = policy.New(cfg); err != nil {
-		return nil, err
-	}
-	store := deps.PinStore
-	if store == nil {
-		store = &pin.MemStore{}
-	}
-	l.pins = pin.New(store, pinOptions(cfg.Pin))
-	scanner, mode, err := inspect.FromConfig(cfg.Inspect)
+	g, err := gates.Compile(cfg, gates.Options{Routing: routingGate{l}, PinStore: deps.PinStore})
 	if err != nil {
 		return nil, err
 	}
-	l.inspect = inspect.NewGate(scanner, mode)
-	lim, err := ratelimit.New(ratelimit.FromConfig(cfg.RateLimit))
-	if err != nil {
-		return nil, err
-	}
-	stages := gateway.Stages{
-		Routing: routingGate{l},
-		Policy:  l.policy,
-		Pin:     l.pins,
-		Inspect: l.inspect,
-	}
-	if lim.Enabled() {
-		stages.RateLimit = lim
-	}
-	if l.chain, err = gateway.NewChain(stages); err != nil {
-		return nil, err
-	}
+	l.chain, l.policy, l.pins, l.inspect = g.Chain, g.Policy, g.Pins, g.Inspect
 	for name := range cfg.Servers {
 		l.order = append(l.order, name)
 	}
@@ -282,7 +261,7 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 		return nil, err
 	}
 	for _, name := range l.order {
-		s := &serverState{name: name, ns: cfg.Servers[name].NamespaceOf(name), bare: cfg.Servers[name].Unprefixed}
+		s := &serverState{name: name, ns: cfg.Servers[name].Namespace, bare: cfg.Servers[name].Unprefixed}
 		conn, err := deps.Dial(ctx, name, events{l})
 		if err != nil {
 			return fail(fmt.Errorf("loop: server %s: %w", name, err))
@@ -293,7 +272,7 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 				return fail(fmt.Errorf("loop: server %s: ForPrincipal has no Connect", name))
 			}
 			s.perP = &principalConns{
-				name: name, timeout: cfg.TimeoutOr(cfg.Servers[name]), server: ps,
+				name: name, timeout: time.Duration(cfg.Servers[name].Timeout), server: ps,
 				deps:  upstream.Deps{Logger: l.log, Events: logsOnly{events{l}}},
 				conns: map[principalKey]*principalConn{},
 			}
@@ -356,14 +335,6 @@ func (l *Loop) watchPins(every time.Duration) {
 			l.publish()
 		}
 	}
-}
-
-func pinOptions(c config.Pin) pin.Options {
-	o := pin.Options{Mode: pin.Strict, TOFU: c.TOFU == nil || *c.TOFU}
-	if c.Mode == config.PinWarn {
-		o.Mode = pin.Warn
-	}
-	return o
 }
 
 // Close closes every upstream. Clients' servers stop answering calls.

@@ -237,12 +237,12 @@ func (c *client) sync(cat *catalog) {
 // toolVisible reports whether p's tools/list shows e: the policy would let
 // p call it, its pin matches and its description was not flagged.
 func (l *Loop) toolVisible(p principal.Principal, e *toolEntry) bool {
-	return l.policy.Visible(p, p.Roles(), e.server, e.tool) && l.pins.Visible(e.server, e.tool) && l.inspect.Visible(e.server, e.tool)
+	return l.policy.Visible(p, e.server, e.tool) && l.pins.Visible(e.server, e.tool) && l.inspect.Visible(e.server, e.tool)
 }
 
 // nameVisible is the policy's view of a prompt or resource name.
 func (l *Loop) nameVisible(p principal.Principal, server, name string) bool {
-	return l.policy.Visible(p, p.Roles(), server, name)
+	return l.policy.Visible(p, server, name)
 }
 
 // callHandler is every listed tool's handler: the governed call.

@@ -337,7 +337,7 @@ func (r *rule) decide(a *gateway.CallArgs) gateway.Decision {
 }
 
 // matchesCaller checks every condition but the arguments.
-func (r *rule) matchesCaller(qn string, pr principal.Principal, roles []string, active []string) bool {
+func (r *rule) matchesCaller(qn string, pr principal.Principal, active []string) bool {
 	if r.match != nil && !pattern.MatchAny(r.match, qn) {
 		return false
 	}
@@ -357,14 +357,14 @@ func (r *rule) matchesCaller(qn string, pr principal.Principal, roles []string, 
 			return false
 		}
 	}
-	if r.roles != nil && !slices.ContainsFunc(r.roles, func(x string) bool { return slices.Contains(roles, x) }) {
+	if r.roles != nil && !slices.ContainsFunc(r.roles, pr.HasRole) {
 		return false
 	}
 	return true
 }
 
 func (r *rule) matches(c *call) (bool, error) {
-	if !r.matchesCaller(c.qn, c.a.Principal, c.a.Roles, c.profile) {
+	if !r.matchesCaller(c.qn, c.a.Principal, c.profile) {
 		return false, nil
 	}
 	if len(r.args) == 0 {
@@ -487,12 +487,12 @@ func equals(want, v any, fold bool) bool {
 	return false
 }
 
-// Visible reports whether tools/list should show tool on server to a caller
-// with principal pr and roles: the server is governed, the active profiles
+// Visible reports whether tools/list should show tool on server to the
+// caller pr (its scopes and roles): the server is governed, the active profiles
 // admit it, and the first rule that can decide without the arguments allows
 // or asks for approval (a rule with argument conditions decides nothing
 // here unless it allows, since some arguments might satisfy it).
-func (p *Policy) Visible(pr principal.Principal, roles []string, server, tool string) bool {
+func (p *Policy) Visible(pr principal.Principal, server, tool string) bool {
 	sp, ok := p.servers[server]
 	if !ok {
 		return false
@@ -509,7 +509,7 @@ func (p *Policy) Visible(pr principal.Principal, roles []string, server, tool st
 		active = append(active, prof.name)
 	}
 	for _, r := range p.rules {
-		if !r.matchesCaller(qn, pr, roles, active) {
+		if !r.matchesCaller(qn, pr, active) {
 			continue
 		}
 		if r.action == config.ActionDeny {

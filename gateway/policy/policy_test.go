@@ -175,7 +175,7 @@ principals = ["acme/alice"]
 		"DevRole":             {withCaller(newCall("github", "x", `{}`), reader, []string{"dev"}), "devs", true},
 		"OtherRole":           {withCaller(newCall("github", "x", `{}`), reader, []string{"viewer"}), RuleDenyDefault, false},
 		"NamedPrincipal":      {withCaller(newCall("review", "submit", `{}`), alice, nil), "alice", true},
-		"NoPrincipalNoRoles":  {withCaller(newCall("github", "x", `{}`), principal.Principal{}, []string{"dev"}), RuleDenyDefault, false},
+		"NoPrincipalNoRoles":  {withCaller(newCall("github", "x", `{}`), principal.Principal{}, nil), RuleDenyDefault, false},
 		"OtherTenantSameName": {withCaller(newCall("github", "x", `{}`), mustPrincipal(t, "evil", "alice"), nil), RuleDenyDefault, false},
 	}
 	for name, tc := range cases {
@@ -188,8 +188,16 @@ principals = ["acme/alice"]
 	}
 }
 
+// withCaller returns a called by p holding roles (a principal's roles are
+// the only ones the policy sees; the zero principal can hold none).
 func withCaller(a gateway.CallArgs, p principal.Principal, roles []string) gateway.CallArgs {
-	a.Principal, a.Roles = p, roles
+	if roles != nil {
+		var err error
+		if p, err = p.WithRoles(roles...); err != nil {
+			panic(err)
+		}
+	}
+	a.Principal = p
 	return a
 }
 
@@ -392,7 +400,11 @@ match = ["review__*"]
 		{nil, "review", "submit", true}, // approvable tools are listed
 		{nil, "nope", "x", false},
 	} {
-		if got := p.Visible(dev, tc.roles, tc.server, tc.tool); got != tc.want {
+		caller := dev
+		if tc.roles != nil {
+			caller = withCaller(gateway.CallArgs{}, dev, tc.roles).Principal
+		}
+		if got := p.Visible(caller, tc.server, tc.tool); got != tc.want {
 			t.Errorf("Visible(%v, %s__%s) = %v, want %v", tc.roles, tc.server, tc.tool, got, tc.want)
 		}
 	}

@@ -13,43 +13,44 @@
 package validate
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bastion-mcp/bastion/gateway"
 	"github.com/bastion-mcp/bastion/gateway/config"
-	"github.com/bastion-mcp/bastion/gateway/inspect"
+	"github.com/bastion-mcp/bastion/gateway/gates"
 	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/gateway/pattern"
 	"github.com/bastion-mcp/bastion/gateway/policy"
-	"github.com/bastion-mcp/bastion/gateway/ratelimit"
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
-// File loads the configuration at path, builds every gate from it, and
-// writes a summary and the effective policy to w. A problem is returned as
-// the error (a config.Errors with lines when the file is at fault; one
-// error per required upstream that could not start here).
+// File loads the configuration at path, compiles its gate chain exactly as
+// the gateway does (gates.Compile), and writes a summary and the effective
+// policy to w. A problem is returned as the error (a config.Errors with
+// lines when the file is at fault; one error per required upstream that
+// could not start here).
 func File(path string, w io.Writer) error {
-	f, err := config.Load(path)
+	raw, err := config.Load(path)
 	if err != nil {
 		return err
 	}
-	pol, err := policy.New(f)
+	f := raw.WithDefaults()
+	g, err := gates.Compile(f, gates.Options{})
 	if err != nil {
-		return &config.Error{File: path, Msg: err.Error()}
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			ce.File = path // Compile knows the section, not the file
+		}
+		return err
 	}
-	if _, _, err := inspect.FromConfig(f.Inspect); err != nil {
-		return &config.Error{File: path, Key: "inspect", Msg: err.Error()}
-	}
-	if _, err := ratelimit.New(ratelimit.FromConfig(f.RateLimit)); err != nil {
-		return &config.Error{File: path, Key: "ratelimit", Msg: err.Error()}
-	}
-	down := Unavailable(f, nil)
-	Report(w, path, f, pol, down)
+	down := unavailable(f, nil)
+	report(w, path, f, g.Policy, down)
 	var errs config.Errors
 	for _, name := range slices.Sorted(maps.Keys(down)) {
 		if !f.Servers[name].Optional {
@@ -63,10 +64,10 @@ func File(path string, w io.Writer) error {
 	return nil
 }
 
-// Unavailable returns, by server key, why each upstream could not start on
+// unavailable returns, by server key, why each upstream could not start on
 // this machine now (see upstream.Preflight; getenv nil means
 // os.LookupEnv). The in-process review server is always available.
-func Unavailable(f *config.File, getenv func(string) (string, bool)) map[string]error {
+func unavailable(f *config.File, getenv func(string) (string, bool)) map[string]error {
 	out := map[string]error{}
 	for name, s := range f.Servers {
 		if s.Kind == config.KindReview {
@@ -83,27 +84,20 @@ func Unavailable(f *config.File, getenv func(string) (string, bool)) map[string]
 	return out
 }
 
-// Report writes the summary and effective policy of a loaded configuration;
-// down names the upstreams that could not start here (see Unavailable).
-func Report(w io.Writer, path string, f *config.File, pol *policy.Policy, down map[string]error) {
-	mode := f.Inspect.Mode
-	if mode == "" {
-		mode = config.ModeWarn
-	}
-	pinMode := f.Pin.Mode
-	if pinMode == "" {
-		pinMode = config.PinStrict
-	}
+// report writes the summary and effective policy of a configuration after
+// WithDefaults; down names the upstreams that could not start here (see
+// unavailable).
+func report(w io.Writer, path string, f *config.File, pol *policy.Policy, down map[string]error) {
 	fmt.Fprintf(w, "ok: %s — %d server(s), %d rule(s), inspect %s, pin %s, rate limits %s\n",
-		path, len(f.Servers), len(f.Policy.Rules), mode, pinMode, limits(f.RateLimit))
+		path, len(f.Servers), len(f.Policy.Rules), f.Inspect.Mode, f.Pin.Mode, limits(f.RateLimit))
 	if f.Gateway.Profile != "" {
 		fmt.Fprintf(w, "active profile: %s\n", f.Gateway.Profile)
 	}
 	known := knownTools(f)
 	for _, name := range slices.Sorted(maps.Keys(f.Servers)) {
 		s := f.Servers[name]
-		ns := s.NamespaceOf(name)
-		fmt.Fprintf(w, "\nserver %s (%s, namespace %s, timeout %s)", name, s.Kind, ns, f.TimeoutOr(s))
+		ns := s.Namespace
+		fmt.Fprintf(w, "\nserver %s (%s, namespace %s, timeout %s)", name, s.Kind, ns, time.Duration(s.Timeout))
 		if s.Profile != "" {
 			fmt.Fprintf(w, " profile %s", s.Profile)
 		}
