@@ -14,7 +14,7 @@
 //
 // The gates themselves live in the subpackages policy, pin, ratelimit and
 // inspect; this package imports none of them, so each depends only on the
-// types here.
+// types here. Package gates compiles a configuration into a Chain of them.
 package gateway
 
 import (

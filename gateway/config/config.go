@@ -1,6 +1,7 @@
 // Package config reads the gateway's part of bastion.toml: the upstream
-// servers, the policy rules and profiles, rate limits, inspection and
-// pinning.
+// servers, the policy rules and profiles, rate limits, inspection,
+// pinning, and where the audit ledger, the approvals and the pins are kept.
+// File.WithDefaults is the one place the gateway's defaults are decided.
 //
 // Invariants: decoding is strict, so an unknown key (a typo that would
 // silently disable a control) is an error naming its line and column; every
@@ -9,11 +10,10 @@
 // would be the omitted meaning (match = []) is an error rather than a rule
 // that silently never (or always) applies; a missing file is a readable
 // error, never a default configuration. Load returns a value that is never
-// modified afterwards.
+// modified afterwards (WithDefaults returns a copy).
 //
-// Other sections of bastion.toml (the edge, the store, the audit ledger)
-// belong to their packages; when they land, their tables are added to File
-// so the strict decoder accepts them.
+// The edge and the store are configured by `bastion serve`'s flags, not
+// here; a table this package does not declare is an unknown key.
 package config
 
 import (

@@ -22,10 +22,9 @@
 // placeholders are not secrets (secrets.go).
 //
 // Invariants: a finding names its detector, never the matched text, so a
-// denial or a warning can never echo the secret it found; Redact replaces
-// secrets with "[REDACTED:<detector>]"; every operator pattern is RE2
-// (linear time) and size-limited; a payload larger than MaxBytes is not
-// half-scanned and passed: in enforce mode it is refused. In warn mode
+// denial or a warning can never echo the secret it found; every operator
+// pattern is RE2 (linear time) and size-limited; a payload larger than
+// MaxBytes is not half-scanned and passed: in enforce mode it is refused. In warn mode
 // every finding on every surface is returned as a warning (see Warnings).
 package inspect
 
@@ -118,7 +117,7 @@ func NewScanner(o Options) (*Scanner, error) {
 		if p.Category != Secret && p.Category != Injection {
 			return nil, fmt.Errorf("inspect: pattern %s: unknown category", p.Name)
 		}
-		s.detectors = append(s.detectors, &detector{name: p.Name, category: p.Category, re: re, full: re})
+		s.detectors = append(s.detectors, &detector{name: p.Name, category: p.Category, re: re})
 	}
 	// Secrets first: when a text holds both, the secret is what matters.
 	slices.SortStableFunc(s.detectors, func(a, b *detector) int { return int(a.category) - int(b.category) })
@@ -419,44 +418,4 @@ func (d *detector) matchIn(t string) bool {
 		}
 	}
 	return false
-}
-
-// Redact returns text with every secret the detectors find in it, as
-// written, replaced by "[REDACTED:<detector>]". It works on the literal text
-// (secrets hidden by encoding or invisible characters are not rewritten, but
-// ScanText still finds them), for logs and warn-mode records.
-func (s *Scanner) Redact(text string) string {
-	for _, d := range s.detectors {
-		if d.category != Secret {
-			continue
-		}
-		text = d.redact(text)
-	}
-	return text
-}
-
-func (d *detector) redact(text string) string {
-	ms := d.full.FindAllStringSubmatchIndex(text, -1)
-	if len(ms) == 0 {
-		return text
-	}
-	var b strings.Builder
-	last := 0
-	for _, m := range ms {
-		lo, hi := m[0], m[1]
-		if g := d.secretGroup; g > 0 {
-			if m[2*g] < 0 {
-				continue
-			}
-			lo, hi = m[2*g], m[2*g+1]
-		}
-		if d.valid != nil && !d.valid(text[lo:hi]) {
-			continue
-		}
-		b.WriteString(text[last:lo])
-		b.WriteString("[REDACTED:" + d.name + "]")
-		last = hi
-	}
-	b.WriteString(text[last:])
-	return b.String()
 }

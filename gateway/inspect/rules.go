@@ -45,9 +45,8 @@ type detector struct {
 	// needsWithin, when > 0, bounds how far from the start needs is searched.
 	needsWithin int
 	re          *regexp.Regexp // anchored at a start, or unanchored for patterns
-	full        *regexp.Regexp // unanchored, for Redact
-	// secretGroup, when > 0, is the submatch holding the secret (Redact
-	// replaces only it); valid, when set, must accept that submatch.
+	// secretGroup, when > 0, is the submatch holding the secret; valid,
+	// when set, must accept that submatch.
 	secretGroup int
 	valid       func(match string) bool
 	// judge, when set, makes an intent detector (see intent.go): it
@@ -67,13 +66,13 @@ const sep = `[\s+_\-]+`
 
 func secret(name string, starts []string, boundary bool, span int, body string) *detector {
 	return &detector{name: name, category: Secret, starts: starts, boundary: boundary, span: span,
-		re: regexp.MustCompile(`^(?:` + body + `)`), full: regexp.MustCompile(body)}
+		re: regexp.MustCompile(`^(?:` + body + `)`)}
 }
 
 func injection(name string, starts, needs []string, span int, body string) *detector {
 	body = strings.ReplaceAll(body, `\s+`, sep)
 	return &detector{name: name, category: Injection, starts: starts, needs: needs, boundary: true, onLower: true, span: span,
-		re: regexp.MustCompile(`^(?:` + body + `)`), full: regexp.MustCompile(body)}
+		re: regexp.MustCompile(`^(?:` + body + `)`)}
 }
 
 // builtins returns the built-in rule pack: secrets (secrets.go), then
