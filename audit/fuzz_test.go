@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/bastion-mcp/bastion/internal/clip"
 )
 
 // TestHashIsOverLineWithoutHashMember checks the hash rule independently of
@@ -92,9 +94,9 @@ func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add("", "", "", uint64(18446744073709551615), uint64(18446744073709551615), int64(-1))
 	f.Add("<&>", "\x7f\x1f", "\t\b\f\r", uint64(9), uint64(12345), int64(1783435273731000000))
 	f.Fuzz(func(t *testing.T, method, tool, reason string, seq, lat uint64, nanos int64) {
-		r := Record{Seq: seq, Time: time.Unix(0, nanos).UTC(), Method: clip(method, maxShort), Tool: clip(tool, maxTool),
-			Reason: clip(reason, maxReason), Decision: Denied, LatencyUS: lat, PrevHash: Genesis,
-			Attempt: seq / 2, Warnings: clipAll([]string{clip(reason, maxShort)}), Version: formatVersion}
+		r := Record{Seq: seq, Time: time.Unix(0, nanos).UTC(), Method: clip.String(method, maxShort), Tool: clip.String(tool, maxTool),
+			Reason: clip.String(reason, maxReason), Decision: Denied, LatencyUS: lat, PrevHash: Genesis,
+			Attempt: seq / 2, Warnings: clipAll([]string{clip.String(reason, maxShort)}), Version: formatVersion}
 		if r.Time.Year() < 0 || r.Time.Year() > 9999 {
 			return // RFC 3339 has four-digit years
 		}
