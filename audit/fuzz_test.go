@@ -6,10 +6,11 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/bastion-mcp/bastion/internal/clip"
 )
@@ -106,8 +107,8 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ParseRecord(own encoding %q): %v", line, err)
 		}
-		if !reflect.DeepEqual(got, r) {
-			t.Fatalf("round trip changed the record:\n got %+v\nwant %+v", got, r)
+		if diff := cmp.Diff(r, got); diff != "" {
+			t.Fatalf("round trip changed the record (-want +got):\n%s", diff)
 		}
 		// The raw bytes as a line: whatever parses must be canonical.
 		if p, err := ParseRecord([]byte(tool)); err == nil {
