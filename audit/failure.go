@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/internal/clip"
 )
 
 // fail puts the ledger in the failed state after a failed write, fsync or
@@ -60,7 +61,7 @@ func (l *Ledger) retry() {
 	}
 	now := l.opts.Now()
 	r := Record{RequestID: NewRequestID(), Method: "ledger", Decision: Recovered, Rule: "ledger:write-failed",
-		Reason: clip(fmt.Sprintf("the ledger could not write from %s to %s and refused %d requests meanwhile: %v",
+		Reason: clip.String(fmt.Sprintf("the ledger could not write from %s to %s and refused %d requests meanwhile: %v",
 			since.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), refused, cause), maxReason),
 		Seq: l.durableSeq + 1, PrevHash: l.durableHash, Time: now.UTC(), Warnings: []string{}, Version: formatVersion}
 	r.Hash = r.ComputeHash()

@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/bastion-mcp/bastion/internal/clip"
 )
 
 // TestHashIsOverLineWithoutHashMember checks the hash rule independently of
@@ -92,9 +95,9 @@ func FuzzRecordRoundTrip(f *testing.F) {
 	f.Add("", "", "", uint64(18446744073709551615), uint64(18446744073709551615), int64(-1))
 	f.Add("<&>", "\x7f\x1f", "\t\b\f\r", uint64(9), uint64(12345), int64(1783435273731000000))
 	f.Fuzz(func(t *testing.T, method, tool, reason string, seq, lat uint64, nanos int64) {
-		r := Record{Seq: seq, Time: time.Unix(0, nanos).UTC(), Method: clip(method, maxShort), Tool: clip(tool, maxTool),
-			Reason: clip(reason, maxReason), Decision: Denied, LatencyUS: lat, PrevHash: Genesis,
-			Attempt: seq / 2, Warnings: clipAll([]string{clip(reason, maxShort)}), Version: formatVersion}
+		r := Record{Seq: seq, Time: time.Unix(0, nanos).UTC(), Method: clip.String(method, maxShort), Tool: clip.String(tool, maxTool),
+			Reason: clip.String(reason, maxReason), Decision: Denied, LatencyUS: lat, PrevHash: Genesis,
+			Attempt: seq / 2, Warnings: clipAll([]string{clip.String(reason, maxShort)}), Version: formatVersion}
 		if r.Time.Year() < 0 || r.Time.Year() > 9999 {
 			return // RFC 3339 has four-digit years
 		}
@@ -104,8 +107,8 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ParseRecord(own encoding %q): %v", line, err)
 		}
-		if !reflect.DeepEqual(got, r) {
-			t.Fatalf("round trip changed the record:\n got %+v\nwant %+v", got, r)
+		if diff := cmp.Diff(r, got); diff != "" {
+			t.Fatalf("round trip changed the record (-want +got):\n%s", diff)
 		}
 		// The raw bytes as a line: whatever parses must be canonical.
 		if p, err := ParseRecord([]byte(tool)); err == nil {

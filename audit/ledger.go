@@ -61,6 +61,7 @@ import (
 	"time"
 
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/internal/clip"
 	"github.com/bastion-mcp/bastion/principal"
 )
 
@@ -457,14 +458,14 @@ func (l *Ledger) Append(ctx context.Context, e Entry) (Record, error) {
 		e.RequestID = NewRequestID()
 	}
 	r := Record{
-		RequestID: clip(e.RequestID, maxShort), Method: clip(e.Method, maxShort),
-		Server: clip(e.Server, maxShort), Tool: clip(e.Tool, maxTool), Decision: Decision(clip(string(e.Decision), maxShort)),
-		Rule: clip(e.Rule, maxShort), Reason: clip(e.Reason, maxReason),
+		RequestID: clip.String(e.RequestID, maxShort), Method: clip.String(e.Method, maxShort),
+		Server: clip.String(e.Server, maxShort), Tool: clip.String(e.Tool, maxTool), Decision: Decision(clip.String(string(e.Decision), maxShort)),
+		Rule: clip.String(e.Rule, maxShort), Reason: clip.String(e.Reason, maxReason),
 		ArgsSHA256: Digest(e.Args), ResultSHA256: Digest(e.Result), Attempt: e.Attempt,
 		Warnings: clipAll(e.Warnings), Version: formatVersion,
 	}
 	if e.Principal.IsValid() {
-		r.Tenant, r.Principal = clip(e.Principal.Tenant(), maxShort), clip(e.Principal.ID(), maxShort)
+		r.Tenant, r.Principal = clip.String(e.Principal.Tenant(), maxShort), clip.String(e.Principal.ID(), maxShort)
 	}
 	if e.Latency > 0 {
 		r.LatencyUS = uint64(e.Latency / time.Microsecond)

@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/bastion-mcp/bastion/internal/clip"
 )
 
 // Decision is what became of one governed request. The gateway may record
@@ -303,7 +303,7 @@ func clipAll(ws []string) []string {
 			out = append(out, fmt.Sprintf("%d more warnings", len(ws)-i))
 			break
 		}
-		out = append(out, clip(w, maxReason))
+		out = append(out, clip.String(w, maxReason))
 	}
 	return out
 }
@@ -316,18 +316,4 @@ func NewRequestID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	return "r-" + hex.EncodeToString(b[:])
-}
-
-// clip returns s as valid UTF-8 of at most max bytes, cut on a rune boundary
-// and marked with "…" when cut, so one oversized field cannot bloat a line.
-func clip(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= max {
-		return s
-	}
-	cut := max - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

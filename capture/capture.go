@@ -24,6 +24,7 @@ import (
 	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/internal/clip"
 )
 
 // Session is one capture's attributed way out through the egress proxy: the
@@ -585,9 +586,9 @@ func (r *recorder) handle(ev any) {
 		}
 		code := safeNetError(ev.ErrorText)
 		if ev.BlockedReason != "" {
-			code = "blocked:" + clip(string(ev.BlockedReason))
+			code = "blocked:" + clipText(string(ev.BlockedReason))
 		}
-		r.failed = append(r.failed, design.Failure{URL: clip(u), Code: code})
+		r.failed = append(r.failed, design.Failure{URL: clipText(u), Code: code})
 	case *network.EventResponseReceived:
 		if ev.Response != nil && ev.Response.URL != "" && len(r.urls) < 5000 {
 			if _, ok := r.urls[ev.RequestID]; !ok {
@@ -595,11 +596,11 @@ func (r *recorder) handle(ev any) {
 			}
 		}
 		if ev.Response != nil && ev.Response.Status >= 400 && ev.Type != network.ResourceTypeDocument {
-			r.failed = append(r.failed, design.Failure{URL: clip(ev.Response.URL), Code: fmt.Sprintf("HTTP_%d", ev.Response.Status)})
+			r.failed = append(r.failed, design.Failure{URL: clipText(ev.Response.URL), Code: fmt.Sprintf("HTTP_%d", ev.Response.Status)})
 		}
 	case *runtime.EventConsoleAPICalled:
 		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
-			r.console = append(r.console, clip(consoleText(ev.Args)))
+			r.console = append(r.console, clipText(consoleText(ev.Args)))
 		}
 	case *runtime.EventExceptionThrown:
 		if d := ev.ExceptionDetails; d != nil {
@@ -610,12 +611,12 @@ func (r *recorder) handle(ev any) {
 					text = text[:i] // the message, not the stack
 				}
 			}
-			r.console = append(r.console, clip(text))
+			r.console = append(r.console, clipText(text))
 		}
 	case *cdplog.EventEntryAdded:
 		// Network-source entries duplicate failed requests; keep the rest.
 		if e := ev.Entry; e != nil && e.Level == cdplog.EntryLevelError && e.Source != cdplog.EntrySourceNetwork {
-			r.console = append(r.console, clip(e.Text))
+			r.console = append(r.console, clipText(e.Text))
 		}
 	}
 }
@@ -633,7 +634,7 @@ func (r *recorder) fill(h *design.PageHealth, blocked []design.Failure) {
 	seenURL, seenOrigin := map[string]bool{}, map[string]bool{}
 	for _, b := range blocked {
 		if len(h.EgressBlocked) < maxHealthItems {
-			h.EgressBlocked = append(h.EgressBlocked, design.Failure{URL: clip(b.URL), Code: b.Code})
+			h.EgressBlocked = append(h.EgressBlocked, design.Failure{URL: clipText(b.URL), Code: b.Code})
 		}
 		seenURL[b.URL] = true
 		seenOrigin[origin(b.URL)] = true
@@ -698,19 +699,8 @@ func consoleText(args []*runtime.RemoteObject) string {
 	return strings.Join(parts, " ")
 }
 
-// clip bounds one page-derived string.
-func clip(s string) string {
-	if len(s) <= maxHealthText {
-		return s
-	}
-	cut := maxHealthText
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+// clipText bounds one page-derived string.
+func clipText(s string) string { return clip.String(s, maxHealthText) }
 
 func capStrings(in []string) []string {
 	out := slices.Clone(in)
@@ -718,7 +708,7 @@ func capStrings(in []string) []string {
 		out = out[:maxHealthItems]
 	}
 	for i := range out {
-		out[i] = clip(out[i])
+		out[i] = clipText(out[i])
 	}
 	return out
 }

@@ -357,7 +357,19 @@ func TestCaptureSurvivesBrowserCrash(t *testing.T) {
 	if err := syscall.Kill(b.pool.BrowserPID(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The pool has seen the death once its browser's context ends, which
+	// BrowserPID reports as 0; chromedp exposes no event for it to a test.
+	waitCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for b.pool.BrowserPID() != 0 {
+		select {
+		case <-waitCtx.Done():
+			t.Fatal("the pool did not see the killed browser die")
+		case <-tick.C:
+		}
+	}
 	t0 = time.Now()
 	if _, err := b.capture(url, design.Mobile, nil); err != nil {
 		t.Fatalf("capture after a crash between captures: %v", err)

@@ -117,7 +117,7 @@ func canonicalize(raw string) (*url.URL, uint16, error) {
 	if u.User != nil {
 		return nil, 0, notAllowed("credentials in the URL are not allowed")
 	}
-	host, lit, err := canonicalHost(u.Hostname())
+	host, lit, err := CanonicalHost(u.Hostname())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -148,9 +148,12 @@ func canonicalize(raw string) (*url.URL, uint16, error) {
 	return out, port, nil
 }
 
-// canonicalHost returns host's canonical form and, for an IP literal, its
-// address. host comes without brackets or port.
-func canonicalHost(host string) (string, netip.Addr, error) {
+// CanonicalHost returns host's canonical form as Canonicalize spells it
+// and, for an IP literal, its address (the zero Addr for a name), or a
+// URL_NOT_ALLOWED error. host comes without scheme, brackets or port. It is
+// the one host-canonicalization rule: the guard and the dialer use it, and
+// so does the target registry, which adds its own refusals on top.
+func CanonicalHost(host string) (string, netip.Addr, error) {
 	if host == "" {
 		return "", netip.Addr{}, notAllowed("the URL has no host")
 	}

@@ -35,7 +35,7 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 		return nil, fault.New(fault.URLNotAllowed, "the port to dial is not valid")
 	}
 	port := uint16(port64)
-	host, _, err = canonicalHost(host)
+	host, _, err = CanonicalHost(host)
 	if err != nil {
 		return nil, err
 	}

@@ -257,7 +257,7 @@ func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 }
 
 func (g *Guard) resolve(ctx context.Context, host string) (addrs []netip.Addr, relaxed bool, err error) {
-	host, lit, err := canonicalHost(host)
+	host, lit, err := CanonicalHost(host)
 	if err != nil {
 		return nil, false, err
 	}

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/review"
@@ -62,8 +63,11 @@ func FuzzDecodeBody(f *testing.F) {
 				if len(in.Viewports) == 0 {
 					in.Viewports = nil
 				}
-				if derr := decodeJSON(again, &out); derr != nil || !reflect.DeepEqual(in, out) {
-					t.Fatalf("round trip: %v: %+v != %+v", derr, in, out)
+				if derr := decodeJSON(again, &out); derr != nil {
+					t.Fatalf("round trip: %v", derr)
+				}
+				if diff := cmp.Diff(in, out); diff != "" {
+					t.Fatalf("round trip changed the request (-first +again):\n%s", diff)
 				}
 				return
 			}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bastion-mcp/bastion/reviewmcp"
@@ -208,8 +209,8 @@ func TestAnnotationsFromTheTruth(t *testing.T) {
 			continue
 		}
 		got := want{a.ReadOnlyHint, *a.DestructiveHint, a.IdempotentHint, *a.OpenWorldHint, tl.Meta["io.github.bastion-mcp/metered"] == true}
-		if got != w {
-			t.Errorf("%s: annotations %+v, want %+v", tl.Name, got, w)
+		if diff := cmp.Diff(w, got, cmp.AllowUnexported(want{})); diff != "" {
+			t.Errorf("%s: annotations (-want +got):\n%s", tl.Name, diff)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/internal/clip"
 	"github.com/bastion-mcp/bastion/review"
 )
 
@@ -25,7 +26,7 @@ type errorEnvelope struct {
 // client-safe Message; the cause is never rendered.
 func envelopeOf(e *fault.Error) errorEnvelope {
 	env := errorEnvelope{
-		SchemaVersion: review.SchemaVersion, Code: e.Code, Message: clip(e.Message, 4000), Retriable: e.Retriable,
+		SchemaVersion: review.SchemaVersion, Code: e.Code, Message: clip.String(e.Message, 4000), Retriable: e.Retriable,
 		CorrelationID: "cor_" + uuid.NewString(), NextAction: e.NextAction,
 	}
 	if env.Message == "" {

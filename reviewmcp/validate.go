@@ -14,6 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/internal/clip"
 )
 
 // validate checks a tool's raw arguments against its input schema. A
@@ -189,7 +190,7 @@ func join(path, k string) string {
 		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
 	})
 	if !plain || len(k) > 64 {
-		name = strconv.Quote(clip(k, 64))
+		name = strconv.Quote(clip.String(k, 64))
 	}
 	if path == "" {
 		return name

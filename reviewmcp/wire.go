@@ -3,10 +3,12 @@ package reviewmcp
 import (
 	"cmp"
 	"fmt"
-	"github.com/bastion-mcp/bastion/design"
-	"github.com/bastion-mcp/bastion/review"
 	"slices"
 	"strings"
+
+	"github.com/bastion-mcp/bastion/design"
+	"github.com/bastion-mcp/bastion/internal/clip"
+	"github.com/bastion-mcp/bastion/review"
 )
 
 // The payloads below are the wire shapes of schemas/mcp-tools.json's output
@@ -226,7 +228,9 @@ func orEmpty(f design.Facts) design.Facts {
 	return f
 }
 
-func nonEmpty(s string) *string {
+// orNil gives an optional wire field: absent (nil) for "", not an empty
+// string, so a client tells "none" from a value.
+func orNil(s string) *string {
 	if s == "" {
 		return nil
 	}
@@ -281,12 +285,12 @@ func critiqueOf(reviewID string, res *design.Result) *critique {
 		c.Findings = append(c.Findings, critiqueFinding{
 			FindingID: f.ID, Severity: peerSeverity(f.Severity), BastionSeverity: f.Severity, Kind: f.Kind, Dimension: f.Kind,
 			Title: f.Title, Description: f.Description, Route: f.Route, Viewport: vp, Viewports: orNone(slices.Clone(f.Viewports)),
-			ElementRef: nonEmpty(f.Selector), Suggestion: nonEmpty(f.Fix), EvidenceID: nonEmpty(f.EvidenceID),
+			ElementRef: orNil(f.Selector), Suggestion: orNil(f.Fix), EvidenceID: orNil(f.EvidenceID),
 			Advisory: f.Advisory, Facts: orEmpty(f.Facts),
 		})
 		c.Measurements.Violations = append(c.Measurements.Violations, violation{
 			FindingID: f.ID, Kind: f.Kind, Route: f.Route, Viewports: orNone(slices.Clone(f.Viewports)),
-			ElementRef: nonEmpty(f.Selector), Detail: clip(cmp.Or(f.Title, f.Description), 1000),
+			ElementRef: orNil(f.Selector), Detail: clip.String(cmp.Or(f.Title, f.Description), 1000),
 			BlockEligible: f.Severity == design.Blocker,
 		})
 	}
@@ -295,10 +299,10 @@ func critiqueOf(reviewID string, res *design.Result) *critique {
 			"The grade is reported as \"nothing_reviewed\" and nothing in this result is a judgment of the target.", len(cov.RoutesRequested)))
 	}
 	for _, s := range cov.Skipped {
-		c.NotReviewed = append(c.NotReviewed, clip(s.What+": "+s.Reason, 2000))
+		c.NotReviewed = append(c.NotReviewed, clip.String(s.What+": "+s.Reason, 2000))
 	}
 	for _, s := range cov.ChecksOff {
-		c.NotReviewed = append(c.NotReviewed, clip("check "+s.What+" off: "+s.Reason, 2000))
+		c.NotReviewed = append(c.NotReviewed, clip.String("check "+s.What+" off: "+s.Reason, 2000))
 	}
 	for _, h := range res.Health {
 		c.PageHealth = append(c.PageHealth, pageHealth{
@@ -379,13 +383,4 @@ func overallOf(c *critique) string {
 	fmt.Fprintf(&b, "; %d of %d route(s) reviewed at %d viewport(s) with %d check(s).",
 		len(c.Coverage.RoutesReviewed), len(c.Coverage.RoutesRequested), len(c.Coverage.ViewportsReviewed), len(c.Measurements.ChecksRun))
 	return b.String()
-}
-
-// clip shortens s to at most n runes, marking the cut.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

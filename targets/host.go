@@ -1,24 +1,11 @@
 package targets
 
 import (
-	"net/netip"
 	"strings"
 	"unicode/utf8"
 
-	"golang.org/x/net/idna"
-
+	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/fault"
-)
-
-// hostProfile maps a host the way a browser would for lookup (UTS-46,
-// non-transitional) and then insists on a strict, length-checked DNS name.
-var hostProfile = idna.New(
-	idna.MapForLookup(),
-	idna.BidiRule(),
-	idna.Transitional(false),
-	idna.StrictDomainName(true),
-	idna.VerifyDNSLength(true),
-	idna.CheckHyphens(true),
 )
 
 // CanonicalHost returns raw as the registry keys it: a DNS name of at least
@@ -27,6 +14,11 @@ var hostProfile = idna.New(
 // URL, a port, an IP literal or numeric-looking name, localhost, and a
 // non-ASCII spelling of a plain-ASCII name (full-width letters, ideographic
 // dots) that would let a look-alike be verified in place of the real name.
+//
+// The spelling is egress.CanonicalHost's, the rule the guard applies to every
+// URL it captures, so a verified host and a captured URL's host are compared
+// in one canonical form; the refusals after it are the registry's own, since
+// a registry entry names one DNS name that a TXT record can prove.
 func CanonicalHost(raw string) (string, error) {
 	notAllowed := func(why string) error {
 		return fault.New(fault.URLNotAllowed, "%s; give a bare DNS host name such as preview.example.com", why)
@@ -40,44 +32,27 @@ func CanonicalHost(raw string) (string, error) {
 	if !utf8.ValidString(raw) {
 		return "", notAllowed("host is not valid UTF-8")
 	}
+	// egress takes a host out of a parsed URL; a registry entry is typed
+	// bare, so any URL part (an IPv6 literal's colon included) is refused here.
 	if strings.ContainsAny(raw, ":/\\@?#%[] \t\r\n") {
 		return "", notAllowed("host has a scheme, port, path or other URL part")
 	}
-	for _, dot := range []string{"\u3002", "\uff0e", "\uff61"} { // ideographic and full-width dots
-		if strings.Contains(raw, dot) {
-			return "", notAllowed("host uses a look-alike dot")
+	out, addr, err := egress.CanonicalHost(raw)
+	if err != nil {
+		why := "host is not a valid DNS name"
+		if e, ok := fault.As(err); ok {
+			why = e.Message
 		}
+		return "", notAllowed(why)
 	}
-	h := strings.TrimSuffix(raw, ".")
-	out, err := hostProfile.ToASCII(h)
-	if err != nil || out == "" {
-		return "", notAllowed("host is not a valid DNS name")
-	}
-	out = strings.ToLower(out)
-	// A punycode label must decode to a valid name that encodes back to
-	// itself, or two spellings could name one entry.
-	if again, err := hostProfile.ToASCII(out); err != nil || again != out {
-		return "", notAllowed("host is not a valid DNS name")
-	}
-	if !isASCII(h) {
-		in, labels := strings.Split(h, "."), strings.Split(out, ".")
-		if len(in) != len(labels) {
-			return "", notAllowed("host is not a valid DNS name")
-		}
-		for i, l := range in {
-			if !isASCII(l) && !strings.HasPrefix(labels[i], "xn--") {
-				return "", notAllowed("host spells a plain-ASCII name with look-alike characters")
-			}
-		}
-	}
-	if _, err := netip.ParseAddr(out); err == nil {
+	if addr.IsValid() {
 		return "", notAllowed("host is an IP address")
 	}
 	labels := strings.Split(out, ".")
 	if len(labels) < 2 {
 		return "", notAllowed("host is a single label")
 	}
-	if numericLooking(labels[len(labels)-1]) {
+	if strings.HasPrefix(labels[len(labels)-1], "0x") {
 		return "", notAllowed("host looks numeric")
 	}
 	if out == "localhost" || strings.HasSuffix(out, ".localhost") {
@@ -91,20 +66,9 @@ func CanonicalHost(raw string) (string, error) {
 	return out, nil
 }
 
-// numericLooking reports whether a top label could be read as a number
-// (decimal, octal or hex) by some resolver: no real TLD is.
-func numericLooking(l string) bool {
-	if strings.HasPrefix(l, "0x") {
-		return true
-	}
-	for _, c := range l {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
+// isLDH reports whether l is a hostname label in the strict letter, digit,
+// hyphen form: egress also admits underscores (some real URLs have them), but
+// a registry entry must be a name a certificate and a TXT record can carry.
 func isLDH(l string) bool {
 	if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
 		return false
@@ -112,15 +76,6 @@ func isLDH(l string) bool {
 	for i := 0; i < len(l); i++ {
 		c := l[i]
 		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
 			return false
 		}
 	}

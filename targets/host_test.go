@@ -86,14 +86,25 @@ func FuzzCanonicalHost(f *testing.F) {
 			}
 			return
 		}
-		if !isASCII(out) || strings.ToLower(out) != out {
-			t.Fatalf("CanonicalHost(%q) = %q: not lowercase ASCII", in, out)
+		if !allLDH(out) {
+			t.Fatalf("CanonicalHost(%q) = %q: not lowercase letter-digit-hyphen labels", in, out)
 		}
 		again, err := CanonicalHost(out)
 		if err != nil || again != out {
 			t.Fatalf("CanonicalHost(%q) = %q, but CanonicalHost(%q) = %q, %v", in, out, out, again, err)
 		}
 	})
+}
+
+// allLDH reports whether every label of name is lowercase ASCII letters,
+// digits and hyphens.
+func allLDH(name string) bool {
+	for l := range strings.SplitSeq(name, ".") {
+		if !isLDH(l) {
+			return false
+		}
+	}
+	return true
 }
 
 func BenchmarkCanonicalHost(b *testing.B) {

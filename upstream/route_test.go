@@ -75,19 +75,46 @@ func front(c *upstream.Conn) *mcp.Server {
 type downstream struct {
 	cs *mcp.ClientSession
 
+	// held receives once each time an elicitation arrives while hold is
+	// set; the elicitation is then answered only when hold is closed, so a
+	// test can keep this client's call in flight at the upstream.
+	held chan struct{}
+
 	mu       sync.Mutex
 	progress []*mcp.ProgressNotificationParams
+	hold     chan struct{}
+}
+
+// holdElicitations makes the next elicitations wait until release is called.
+func (d *downstream) holdElicitations() (release func()) {
+	ch := make(chan struct{})
+	d.mu.Lock()
+	d.hold = ch
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		d.hold = nil
+		d.mu.Unlock()
+		close(ch)
+	}
 }
 
 func connectDownstream(t *testing.T, srv *mcp.Server, reply string) *downstream {
 	t.Helper()
-	d := &downstream{}
+	d := &downstream{held: make(chan struct{}, 1)}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "agent-" + reply, Version: "0"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			in := req.Params.Messages[0].Content.(*mcp.TextContent).Text
 			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: reply + "(" + in + ")"}}, nil
 		},
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			d.mu.Lock()
+			hold := d.hold
+			d.mu.Unlock()
+			if hold != nil {
+				d.held <- struct{}{}
+				<-hold
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": reply}}, nil
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -179,18 +206,24 @@ func TestServerRequestsReachTheCallingClient(t *testing.T) {
 			a.mu.Unlock()
 
 			// With calls from two clients in flight, an unattributable
-			// sampling request is refused, never guessed.
-			done := make(chan struct{})
+			// sampling request is refused, never guessed. Alice's call is
+			// in flight at the upstream once its elicitation reaches her,
+			// and stays so until she answers.
+			release := a.holdElicitations()
+			done := make(chan string, 1)
 			go func() {
-				defer close(done)
-				a.relay(t, "sleep", map[string]any{"ms": 1500}, nil)
+				got, _ := a.relay(t, "elicit", map[string]any{"text": "wait"}, nil)
+				done <- got
 			}()
-			time.Sleep(200 * time.Millisecond)
+			<-a.held
 			got, isErr := b.relay(t, "sample", map[string]any{"text": "ping"}, nil)
 			if !isErr || strings.Contains(got, "alice") || strings.Contains(got, "model said") {
 				t.Errorf("sample with two clients in flight = %q (error %v), want a refusal", got, isErr)
 			}
-			<-done
+			release()
+			if got := <-done; got != "accept:alice" {
+				t.Errorf("alice's held elicitation = %q, want accept:alice", got)
+			}
 
 			// tools/list_changed reaches Events.
 			if got, isErr := a.relay(t, "addtool", map[string]any{"text": "fresh"}, nil); isErr || got != "ok" {

@@ -188,12 +188,25 @@ func TestStdioTimeoutAndNoGlobalLock(t *testing.T) {
 	slow := open(t, slowSpec, upstream.Deps{})
 	fast := open(t, stdioSpec("stdio-fast"), upstream.Deps{})
 
+	// The slow call is an elicitation its client holds unanswered: it is
+	// outstanding at the upstream from the moment the question reaches the
+	// client, which is the event the test waits for.
 	blocked := make(chan error, 1)
-	go func() {
-		_, err := call(context.Background(), t, slow, "sleep", map[string]any{"ms": 60000})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "front", Version: "0"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "relay"}, func(ctx context.Context, req *mcp.CallToolRequest, in RelayIn) (*mcp.CallToolResult, any, error) {
+		_, err := slow.CallTool(upstream.WithDownstream(ctx, req.Session), &mcp.CallToolParams{Name: in.Tool, Arguments: in.Args})
 		blocked <- err
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	client := connectDownstream(t, srv, "slow-client")
+	release := client.holdElicitations()
+	relayed := make(chan struct{})
+	go func() {
+		defer close(relayed)
+		client.relay(t, "elicit", map[string]any{"text": "wait"}, nil)
 	}()
-	time.Sleep(100 * time.Millisecond) // let the slow call reach its upstream
+	defer func() { release(); <-relayed }()
+	<-client.held
 	// Another upstream, and another call to the same upstream, proceed while
 	// the slow call is outstanding.
 	if got := mustCall(t, fast, "echo", map[string]any{"text": "fast"}); got != "fast" {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,27 +10,6 @@ import (
 
 	"github.com/bastion-mcp/bastion/audit"
 )
-
-// runRoot runs the bastion command line with args and returns stdout and
-// the exit status main would use.
-func runRoot(t *testing.T, args ...string) (string, int) {
-	t.Helper()
-	root := newRootCmd()
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	var ec exitCoder
-	switch {
-	case err == nil:
-		return out.String(), 0
-	case errors.As(err, &ec):
-		return out.String() + errOut.String(), ec.ExitCode()
-	default:
-		return out.String() + errOut.String() + err.Error(), 2
-	}
-}
 
 func writeTestLedger(t *testing.T, n int) (dir, pubFile string) {
 	t.Helper()

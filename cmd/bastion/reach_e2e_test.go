@@ -223,15 +223,15 @@ func TestReachDevServerNeedsAllowPrivate(t *testing.T) {
 		}
 	}
 
-	_, stderr, code := runReviewCmd(t, "review", dev+"/pricing")
+	_, stderr, code := runCLI(t, "review", dev+"/pricing")
 	if code != 1 || !strings.HasPrefix(stderr, "bastion: URL_NOT_ALLOWED:") || !strings.Contains(stderr, "--allow-private") {
 		t.Errorf("bastion review without --allow-private: exit %d, stderr %q", code, stderr)
 	}
-	_, stderr, code = runReviewCmd(t, "review", "http://93.184.216.34/pricing", "--allow-private")
+	_, stderr, code = runCLI(t, "review", "http://93.184.216.34/pricing", "--allow-private")
 	if code != 1 || !strings.HasPrefix(stderr, "bastion: URL_NOT_ALLOWED:") || !strings.Contains(stderr, "public host needs https") {
 		t.Errorf("bastion review of public http with --allow-private: exit %d, stderr %q", code, stderr)
 	}
-	_, stderr, code = runReviewCmd(t, "review", "http://169.254.169.254/latest/", "--allow-private")
+	_, stderr, code = runCLI(t, "review", "http://169.254.169.254/latest/", "--allow-private")
 	if code != 1 || !strings.HasPrefix(stderr, "bastion: DNS_TARGET_PROHIBITED:") {
 		t.Errorf("bastion review of the metadata address: exit %d, stderr %q", code, stderr)
 	}
@@ -244,7 +244,7 @@ func TestReachDevServerCLI(t *testing.T) {
 	testenv.Chromium(t)
 	t.Parallel()
 	dev := startDevServer(t)
-	stdout, stderr, code := runReviewCmd(t, "review", dev+"/pricing", "--allow-private", "--json")
+	stdout, stderr, code := runCLI(t, "review", dev+"/pricing", "--allow-private", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
@@ -275,7 +275,7 @@ func TestReachSelfSignedDevServerCLI(t *testing.T) {
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
-	stdout, stderr, code := runReviewCmd(t, "review", srv.URL+"/pricing", "--allow-private", "--viewports", "mobile", "--json")
+	stdout, stderr, code := runCLI(t, "review", srv.URL+"/pricing", "--allow-private", "--viewports", "mobile", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}

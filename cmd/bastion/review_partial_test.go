@@ -34,7 +34,7 @@ func TestReviewPartialExitStatus(t *testing.T) {
 	url := "http://" + ln.Addr().String() + "/"
 	args := []string{"review", url, "--allow-private", "--viewports", "mobile", "--routes", "/,/gone"}
 
-	stdout, stderr, code := runReviewCmd(t, args...)
+	stdout, stderr, code := runCLI(t, args...)
 	if code != exitPartial {
 		t.Fatalf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, exitPartial, stdout, stderr)
 	}
@@ -45,12 +45,12 @@ func TestReviewPartialExitStatus(t *testing.T) {
 		t.Errorf("stderr does not say why the status is non-zero:\n%s", stderr)
 	}
 
-	stdout, stderr, code = runReviewCmd(t, append(args, "--json")...)
+	stdout, stderr, code = runCLI(t, append(args, "--json")...)
 	if code != exitPartial || !strings.Contains(stderr, "not reviewed: /gone @ mobile") || !strings.Contains(stdout, `"skipped"`) {
 		t.Errorf("--json: exit %d; stderr:\n%s\nstdout:\n%s", code, stderr, stdout)
 	}
 
-	stdout, stderr, code = runReviewCmd(t, append(args, "--allow-partial")...)
+	stdout, stderr, code = runCLI(t, append(args, "--allow-partial")...)
 	if code != 0 || !strings.Contains(stdout, "not reviewed: /gone @ mobile") {
 		t.Errorf("--allow-partial: exit %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

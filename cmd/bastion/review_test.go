@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,26 +13,6 @@ import (
 
 	"github.com/bastion-mcp/bastion/internal/testenv"
 )
-
-// runReviewCmd runs `bastion args...` and returns stdout, stderr and the
-// exit status main would use.
-func runReviewCmd(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	root := newRootCmd()
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
-	var ec exitCoder
-	switch {
-	case err == nil:
-		return out.String(), errOut.String(), 0
-	case errors.As(err, &ec):
-		return out.String(), errOut.String(), ec.ExitCode()
-	}
-	return out.String(), errOut.String() + err.Error(), 2
-}
 
 func TestReviewCommand(t *testing.T) {
 	t.Parallel()
@@ -55,7 +32,7 @@ func TestReviewCommand(t *testing.T) {
 	url := "http://" + ln.Addr().String() + "/"
 
 	dir := t.TempDir()
-	stdout, stderr, code := runReviewCmd(t, "review", url, "--allow-private", "--viewports", "mobile,desktop", "--out", dir, "--json")
+	stdout, stderr, code := runCLI(t, "review", url, "--allow-private", "--viewports", "mobile,desktop", "--out", dir, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
 	}
@@ -88,11 +65,11 @@ func TestReviewCommand(t *testing.T) {
 
 	// Without --allow-private the full guard applies: a loopback dev server
 	// is refused with a typed error line and exit status 1.
-	_, stderr, code = runReviewCmd(t, "review", url)
+	_, stderr, code = runCLI(t, "review", url)
 	if code != 1 || !strings.HasPrefix(stderr, "bastion: URL_NOT_ALLOWED:") && !strings.HasPrefix(stderr, "bastion: DNS_TARGET_PROHIBITED:") {
 		t.Errorf("loopback without --allow-private: exit %d, stderr %q", code, stderr)
 	}
-	_, stderr, code = runReviewCmd(t, "review", url, "--allow-private", "--viewports", "watch")
+	_, stderr, code = runCLI(t, "review", url, "--allow-private", "--viewports", "watch")
 	if code != 1 || !strings.HasPrefix(stderr, "bastion: INVALID_ARGUMENT:") {
 		t.Errorf("unknown viewport: exit %d, stderr %q", code, stderr)
 	}

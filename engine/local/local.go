@@ -21,7 +21,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/checks"
@@ -30,6 +29,7 @@ import (
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/evidence"
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/internal/clip"
 	"github.com/bastion-mcp/bastion/tokens"
 )
 
@@ -425,7 +425,7 @@ func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]desi
 	var vps []design.Viewport
 	for _, f := range req.Findings {
 		if len(f.Viewports) == 0 {
-			return nil, fault.New(fault.InvalidArgument, "finding %q has no viewport", clip(f.ID))
+			return nil, fault.New(fault.InvalidArgument, "finding %q has no viewport", clipQuoted(f.ID))
 		}
 		routes = append(routes, f.Route)
 		vps = append(vps, f.Viewports[0])
@@ -503,7 +503,7 @@ func (e *Engine) validate(raw string, routes []string, vps []design.Viewport) (*
 	var outV []design.Viewport
 	for _, v := range vps {
 		if _, _, ok := v.Size(); !ok {
-			return nil, nil, nil, fault.New(fault.InvalidArgument, "unknown viewport %q (want mobile, tablet or desktop)", clip(string(v)))
+			return nil, nil, nil, fault.New(fault.InvalidArgument, "unknown viewport %q (want mobile, tablet or desktop)", clipQuoted(string(v)))
 		}
 		if !slices.Contains(outV, v) {
 			outV = append(outV, v)
@@ -517,7 +517,7 @@ func (e *Engine) validate(raw string, routes []string, vps []design.Viewport) (*
 // control character, so joining it can never change the origin.
 func checkRoute(r string) error {
 	bad := func(why string) error {
-		return fault.New(fault.InvalidArgument, "route %q is not allowed: %s", clip(r), why)
+		return fault.New(fault.InvalidArgument, "route %q is not allowed: %s", clipQuoted(r), why)
 	}
 	switch {
 	case r == "":
@@ -544,7 +544,7 @@ func checkRoute(r string) error {
 func (e *Engine) routeURL(base *url.URL, route string) (string, error) {
 	ref, err := url.Parse(route)
 	if err != nil || ref.Scheme != "" || ref.Host != "" || ref.User != nil {
-		return "", fault.New(fault.InvalidArgument, "route %q is not a path", clip(route))
+		return "", fault.New(fault.InvalidArgument, "route %q is not a path", clipQuoted(route))
 	}
 	joined := &url.URL{Scheme: base.Scheme, Host: base.Host, Path: ref.Path, RawPath: ref.RawPath, RawQuery: ref.RawQuery}
 	u, err := e.guard.Canonicalize(joined.String())
@@ -552,19 +552,10 @@ func (e *Engine) routeURL(base *url.URL, route string) (string, error) {
 		return "", fault.From(err, "the route's url is not allowed")
 	}
 	if u.Scheme != base.Scheme || u.Host != base.Host {
-		return "", fault.New(fault.URLNotAllowed, "route %q leaves the reviewed origin", clip(route))
+		return "", fault.New(fault.URLNotAllowed, "route %q leaves the reviewed origin", clipQuoted(route))
 	}
 	return u.String(), nil
 }
 
-// clip bounds caller-supplied text quoted in an error, on a rune boundary.
-func clip(s string) string {
-	if len(s) <= 80 {
-		return s
-	}
-	cut := 80
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+// clipQuoted bounds caller-supplied text quoted in an error.
+func clipQuoted(s string) string { return clip.String(s, 80) }

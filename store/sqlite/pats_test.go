@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/bastion-mcp/bastion/auth"
@@ -14,11 +13,6 @@ func TestPATStore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	authtest.ExercisePATStore(ctx, t, func(t *testing.T) auth.PATStore {
-		db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), sqlite.FileName), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
+		return openDB(t, sqlite.PathIn(t.TempDir()), sqlite.Options{})
 	})
 }

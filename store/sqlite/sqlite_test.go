@@ -21,12 +21,21 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Exercise(t, func(t *testing.T) store.Store {
-		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "db", sqlite.FileName), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db
+		// A directory that does not exist yet: Open makes it.
+		return openDB(t, filepath.Join(t.TempDir(), "db", sqlite.FileName), sqlite.Options{})
 	})
+}
+
+// openDB opens the database at path, failing t when it cannot, and closes
+// it when t ends (a test may close it sooner).
+func openDB(t *testing.T, path string, opts sqlite.Options) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // migrationsFS returns the shipped migrations as a mutable map.
@@ -51,17 +60,10 @@ func TestMigrationsPinned(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), sqlite.FileName)
-	db, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	openDB(t, path, sqlite.Options{}).Close()
 
 	t.Run("ReopenIsNoop", func(t *testing.T) {
-		db, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openDB(t, path, sqlite.Options{})
 		var n int
 		db.SQL().QueryRow(`SELECT count(*) FROM schema_migrations`).Scan(&n)
 		db.Close()
@@ -79,28 +81,21 @@ func TestMigrationsPinned(t *testing.T) {
 		}
 	})
 	t.Run("NewerIDTolerated", func(t *testing.T) {
-		db, err := sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := openDB(t, path, sqlite.Options{})
 		if _, err := db.SQL().Exec(`INSERT INTO schema_migrations (id, sha256, applied_at) VALUES ('9999_from_the_future', 'sha256:00', 0)`); err != nil {
 			t.Fatal(err)
 		}
 		db.Close()
-		db, err = sqlite.Open(ctx, path, sqlite.Options{})
-		if err != nil {
+		if db, err := sqlite.Open(ctx, path, sqlite.Options{}); err != nil {
 			t.Fatalf("newer migration id not tolerated: %v", err)
+		} else {
+			db.Close()
 		}
-		db.Close()
 	})
 	t.Run("NewFileApplied", func(t *testing.T) {
 		m := migrationsFS(t)
 		m["0500_extra.sql"] = &fstest.MapFile{Data: []byte(`CREATE TABLE extra (tenant_id TEXT NOT NULL PRIMARY KEY);`)}
-		db, err := sqlite.Open(ctx, path, sqlite.Options{Migrations: m})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := openDB(t, path, sqlite.Options{Migrations: m})
 		if _, err := db.SQL().Exec(`INSERT INTO extra (tenant_id) VALUES ('t')`); err != nil {
 			t.Fatalf("new migration not applied: %v", err)
 		}
@@ -137,11 +132,7 @@ func osDirFS(dir string) fs.FS { return os.DirFS(dir) }
 // binary carries is not ready.
 func TestMigrated(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "bastion.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, sqlite.PathIn(t.TempDir()), sqlite.Options{})
 	if err := db.Migrated(ctx); err != nil {
 		t.Fatalf("fresh database: %v", err)
 	}
