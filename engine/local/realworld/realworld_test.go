@@ -1,9 +1,8 @@
-package local_test
+package realworld_test
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"net/http"
 	"net/http/httptest"
@@ -77,32 +76,6 @@ func judgeFigure(t *testing.T, name string, got, goal, floor float64, above bool
 	default:
 		t.Logf("%s %.3f meets the goal %.2f", name, got, goal)
 	}
-}
-
-type realWorldSet struct {
-	Root  string        `json:"root"`
-	Pages []corpus.Page `json:"pages"`
-}
-
-func loadRealWorld(t *testing.T) realWorldSet {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "realworld", "labels.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var set realWorldSet
-	if err := json.Unmarshal(raw, &set); err != nil {
-		t.Fatalf("labels.json: %v", err)
-	}
-	for _, p := range set.Pages {
-		if _, err := os.Stat(filepath.Join(set.Root, p.File)); err != nil {
-			testenv.Missing(t, "the Debian documentation packages of the real-world set (scripts/deps.sh installs them): "+p.File)
-		}
-		if p.Clean && len(p.Expect) > 0 {
-			t.Fatalf("clean page %s expects findings", p.File)
-		}
-	}
-	return set
 }
 
 // defect is one realistic defect injected into a copy of a real page: a
@@ -263,7 +236,7 @@ func TestRealWorld(t *testing.T) {
 		t.Skip("reviews real documentation sites in Chromium; skipped under -short")
 	}
 	t.Parallel()
-	set := loadRealWorld(t)
+	set := loadSet(t, regressionLabels)
 	defects := defects
 	judge := judgeFigure
 	if *realWorldOnly != "" {
