@@ -43,12 +43,16 @@ import (
 //     must not be tuned on these pages, or they stop being held out.
 //
 // The floors below are a ratchet just under the figures measured when the
-// set was labelled, not goals: a change that lowers a figure fails, and a
-// change that raises one should raise its floor.
+// set was labelled (2026-12-02, two runs alike: precision 0.975, recall
+// 0.969, blind recall 0.962, 4 unconfirmed findings on the 2 clean pages),
+// not goals: a change that lowers a figure fails, and a change that raises
+// one should raise its floor. Issue 12's goals (precision 0.9, at most one
+// unconfirmed finding per two clean pages) are logged beside them.
 const (
-	floorHeldOutPrecision   = 0.0
-	floorHeldOutRecall      = 0.0
-	floorHeldOutBlindRecall = 0.0
+	floorHeldOutPrecision   = 0.96
+	floorHeldOutRecall      = 0.95
+	floorHeldOutBlindRecall = 0.95
+	ceilHeldOutCleanPerPage = 2.0 // unconfirmed findings per clean page: lower is better
 )
 
 // heldOutLabel is a corpus.Label that may have been added after the review.
@@ -125,7 +129,9 @@ func TestHeldOut(t *testing.T) {
 				adjudicated++
 			}
 		}
-		rejections += len(p.Rejected)
+		for _, r := range p.Rejected {
+			rejections += len(r.Viewports)
+		}
 	}
 	if len(pages) < 8 || clean < 2 {
 		t.Errorf("held-out set has %d pages, %d clean; want at least 8 and 2", len(pages), clean)
@@ -147,11 +153,40 @@ func TestHeldOut(t *testing.T) {
 	tp, fp, fn := totals(rep)
 	_, _, bfn := totals(brep)
 	blindN := labelCount(blind)
-	t.Logf("adjudication: %d findings found by bastion and missed by the labeller (labelled adjudicated), %d judged false (rejected); %d unconfirmed findings on %d clean pages",
-		adjudicated, rejections, len(rep.CleanHits), clean)
-	judgeFloor(t, "held-out precision", ratio(tp, tp+fp), floorHeldOutPrecision)
+	t.Logf("adjudication: %d labels found by bastion and missed by the labeller (adjudicated), %d findings × viewports judged false (rejected); %d of the %d false positives now are not adjudicated yet",
+		adjudicated, rejections, unadjudicated(rep, pages), fp)
+	perClean := float64(len(rep.CleanHits)) / float64(max(clean, 1))
+	t.Logf("clean pages: %d unconfirmed findings on %d pages (issue 12's goal: at most 0.5 a page)", len(rep.CleanHits), clean)
+	if perClean > ceilHeldOutCleanPerPage+1e-9 {
+		t.Errorf("held-out clean pages: %.2f unconfirmed findings a page, above the ratchet ceiling %.2f (a regression)", perClean, ceilHeldOutCleanPerPage)
+	}
+	judgeFloor(t, "held-out precision (goal 0.9)", ratio(tp, tp+fp), floorHeldOutPrecision)
 	judgeFloor(t, "held-out recall", ratio(tp, tp+fn), floorHeldOutRecall)
 	judgeFloor(t, "held-out blind recall", ratio(blindN-bfn, blindN), floorHeldOutBlindRecall)
+}
+
+// unadjudicated counts the false positives of rep that no "rejected"
+// entry names: findings that appeared after the adjudication and still
+// need one (a real defect becomes an adjudicated label, anything else a
+// rejection).
+func unadjudicated(rep corpus.Report, pages []heldOutPage) int {
+	known := map[corpus.Key]bool{}
+	for _, p := range pages {
+		for _, r := range p.Rejected {
+			for _, v := range r.Viewports {
+				known[corpus.Key{Page: p.File, Kind: r.Kind, Selector: r.Selector, Viewport: v}] = true
+			}
+		}
+	}
+	n := 0
+	for _, s := range rep.Kinds {
+		for _, k := range s.FalsePos {
+			if !known[k] {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // totals sums a report's kinds.

@@ -7,7 +7,8 @@ package realworld_test
 // [data-testid], a tag.class unique on the page trying the last class
 // first, a unique tag, else the parent's name > tag.firstclass with
 // :nth-of-type when the tag repeats), so a label can be compared with a
-// finding; TestHeldOut reports any label whose selector matches nothing.
+// finding (a label naming the right element in another form would score
+// as a miss, and the protocol allows correcting only that afterwards).
 const surveyJS = `(() => {
   const de = document.documentElement, vw = de.clientWidth;
   const count = new Map();
