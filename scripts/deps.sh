@@ -2,7 +2,8 @@
 # Installs the system packages bastion's real-part tests and demo use:
 # Debian's chromium and stable fonts, and the documentation packages whose
 # HTML sites are the design review's real-world regression set
-# (engine/local/testdata/realworld). Idempotent; quiet when all is present.
+# and its held-out set (engine/local/realworld/testdata). Idempotent; quiet
+# when all is present.
 set -euo pipefail
 
 need=()
@@ -21,6 +22,14 @@ command -v chromium >/dev/null 2>&1 || [ -n "${BASTION_CHROME:-}" ] || need+=(ch
 [ -f /usr/share/doc/sqlite3/quickstart.html ] || need+=(sqlite3-doc)
 [ -d /usr/share/doc/postgresql-doc-15/html ] || need+=(postgresql-doc-15)
 [ -f /usr/share/doc/gettext/gettext_1.html ] || need+=(gettext-doc)
+# The held-out set (TestHeldOut), sites the regression set does not use:
+# DocBook XSL (debian-reference-en, maint-guide), Sphinx
+# (developers-reference, cmake-doc) and Doxygen (doxygen-doc).
+[ -f /usr/share/doc/debian-reference-en/docs/ch04.en.html ] || need+=(debian-reference-en)
+[ -f /usr/share/doc/maint-guide/html/start.en.html ] || need+=(maint-guide)
+[ -f /usr/share/doc/developers-reference/docs/scope.html ] || need+=(developers-reference)
+[ -f /usr/share/doc/cmake-doc/html/index.html ] || need+=(cmake-doc)
+[ -f /usr/share/doc/doxygen/html/install.html ] || need+=(doxygen-doc)
 # npm installs the official conformance suite (scripts/conformance.sh).
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
