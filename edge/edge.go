@@ -26,6 +26,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,18 +42,28 @@ import (
 
 // Limits and their defaults. The numbers match the peer's HTTP edge.
 const (
-	DefaultMaxBodyBytes            = 256 << 10
-	MaxBodyBytesHardCap            = 1 << 20
-	DefaultBodyTimeout             = 30 * time.Second
-	DefaultMaxInFlightPerPrincipal = 8
-	MaxInFlightPerPrincipalCap     = 64
-	DefaultMaxInFlight             = 256
-	DefaultSessionTimeout          = 30 * time.Minute
-	DefaultPath                    = "/mcp"
+	DefaultMaxBodyBytes        = 256 << 10
+	MaxBodyBytesHardCap        = 1 << 20
+	DefaultBodyTimeout         = 30 * time.Second
+	MaxInFlightPerPrincipalCap = 4096
+	DefaultSessionTimeout      = 30 * time.Minute
+	DefaultPath                = "/mcp"
 	// MetadataPath is the RFC 9728 protected-resource metadata path; the
 	// path-suffixed form (MetadataPath + Path) is served too.
 	MetadataPath = "/.well-known/oauth-protected-resource"
 )
+
+// DefaultMaxInFlightPerPrincipal is the default bound on one principal's
+// calls in flight: 32 per CPU the Go runtime may use, at least 64. A
+// gateway's caller is often one agent (or one benchmark) fanning out; a
+// bound below what the machine serves at once would refuse it for nothing.
+func DefaultMaxInFlightPerPrincipal() int {
+	return min(max(64, 32*runtime.GOMAXPROCS(0)), MaxInFlightPerPrincipalCap)
+}
+
+// DefaultMaxInFlight is the default bound on all calls in flight: four
+// principals at their default bound, at least 256.
+func DefaultMaxInFlight() int { return max(256, 4*DefaultMaxInFlightPerPrincipal()) }
 
 // Check is one named readiness check for /readyz. Its error text is logged,
 // never served.
@@ -113,11 +124,23 @@ type Options struct {
 	// headers. False (the default) refuses any request that carries them.
 	TrustedProxy bool
 
-	MaxBodyBytes            int64         // default 256 KiB, at most 1 MiB
-	BodyTimeout             time.Duration // default 30 s
-	MaxInFlightPerPrincipal int           // default 8, at most 64
-	MaxInFlight             int           // default 256, across all principals
-	SessionTimeout          time.Duration // idle stateful sessions are closed; default 30 min
+	MaxBodyBytes int64         // default 256 KiB, at most 1 MiB
+	BodyTimeout  time.Duration // default 30 s
+	// MaxInFlightPerPrincipal bounds one principal's calls in flight (every
+	// method but GET); default DefaultMaxInFlightPerPrincipal(), at most
+	// MaxInFlightPerPrincipalCap. One agent fanning out its calls is served,
+	// not refused: the default scales with the machine, and a principal
+	// past it is one flooding the edge (429).
+	MaxInFlightPerPrincipal int
+	// InFlightLimit, if non-nil, gives a principal its own bound (a busy
+	// service account, a throttled tenant): a positive result replaces
+	// MaxInFlightPerPrincipal for p, capped at MaxInFlightPerPrincipalCap;
+	// zero or less means the edge's bound.
+	InFlightLimit func(p principal.Principal) int
+	// MaxInFlight bounds the calls in flight across all principals; default
+	// DefaultMaxInFlight().
+	MaxInFlight    int
+	SessionTimeout time.Duration // idle stateful sessions are closed; default 30 min
 
 	// Rejected, if non-nil, is told of every refusal the edge counts in
 	// bastion_edge_rejections_total, before the response is written: ctx is
@@ -179,7 +202,7 @@ func New(o Options, newServer NewServerFunc) (*Edge, error) {
 	}
 	e := &Edge{opts: o, newServer: newServer, hosts: hosts, log: o.Logger}
 	e.mcp = e.Guard(http.HandlerFunc(e.serveGuarded))
-	e.inflight.init(o.MaxInFlightPerPrincipal, o.MaxInFlight)
+	e.inflight.init(o.MaxInFlightPerPrincipal, o.MaxInFlight, o.InFlightLimit)
 	e.sessions.init()
 	m, err := newMetrics(o.Registry, e)
 	if err != nil {
@@ -223,13 +246,13 @@ func (o *Options) withDefaults() error {
 	}
 	switch {
 	case o.MaxInFlightPerPrincipal == 0:
-		o.MaxInFlightPerPrincipal = DefaultMaxInFlightPerPrincipal
+		o.MaxInFlightPerPrincipal = DefaultMaxInFlightPerPrincipal()
 	case o.MaxInFlightPerPrincipal < 0 || o.MaxInFlightPerPrincipal > MaxInFlightPerPrincipalCap:
 		return fault.New(fault.InvalidArgument, "edge: in-flight per principal must be 1..%d", MaxInFlightPerPrincipalCap)
 	}
 	switch {
 	case o.MaxInFlight == 0:
-		o.MaxInFlight = DefaultMaxInFlight
+		o.MaxInFlight = DefaultMaxInFlight()
 	case o.MaxInFlight < 0:
 		return fault.New(fault.InvalidArgument, "edge: global in-flight limit must be positive")
 	}

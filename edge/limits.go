@@ -248,7 +248,8 @@ func isTimeout(err error) bool {
 // client's idle streams starve its calls; streams are bounded by sessions
 // (one per session, closed with it after SessionTimeout idle) instead.
 type inflight struct {
-	perPrincipal, global int // fixed at init
+	perPrincipal, global int                           // fixed at init
+	limitFor             func(principal.Principal) int // Options.InFlightLimit, or nil
 
 	mu     sync.Mutex
 	byKey  map[string]int // calls in flight per principal
@@ -257,20 +258,34 @@ type inflight struct {
 	change chan struct{}  // closed and replaced whenever total or calls drops
 }
 
-func (f *inflight) init(perPrincipal, global int) {
-	f.perPrincipal, f.global = perPrincipal, global
+func (f *inflight) init(perPrincipal, global int, limitFor func(principal.Principal) int) {
+	f.perPrincipal, f.global, f.limitFor = perPrincipal, global, limitFor
 	f.byKey = make(map[string]int)
 	f.change = make(chan struct{})
 }
 
 func key(p principal.Principal) string { return p.Tenant() + "\x00" + p.ID() }
 
+// limit is p's bound on calls in flight.
+func (f *inflight) limit(p principal.Principal) int {
+	if f.limitFor != nil {
+		if n := f.limitFor(p); n > 0 {
+			return min(n, MaxInFlightPerPrincipalCap)
+		}
+	}
+	return f.perPrincipal
+}
+
 func (f *inflight) acquire(p principal.Principal, call bool) (release func(), reason rejection) {
 	k := key(p)
+	limit := f.perPrincipal
+	if call {
+		limit = f.limit(p) // outside mu: the callback is the caller's code
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if call {
-		if f.byKey[k] >= f.perPrincipal {
+		if f.byKey[k] >= limit {
 			return nil, reasonInFlight
 		}
 		if f.calls >= f.global {

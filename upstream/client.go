@@ -41,17 +41,21 @@ func (c *Conn) do(ctx context.Context, what string, fn func(ctx context.Context,
 	// Waiting for a (re)starting session is bounded like a start, not by
 	// the call's own budget: a replaced Wasm instance or a restarted child
 	// must not make the next call time out before it is sent.
-	sctx, scancel := context.WithTimeout(ctx, c.spec.ConnectTimeout)
-	sess, err := c.Session(sctx)
-	scancel()
-	if err != nil {
-		return err
+	sess := c.live()
+	if sess == nil {
+		sctx, scancel := context.WithTimeout(ctx, c.spec.ConnectTimeout)
+		var err error
+		sess, err = c.Session(sctx)
+		scancel()
+		if err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.spec.Timeout)
 	defer cancel()
 	d, _ := DownstreamFrom(ctx)
 	untrack := c.track(sess, d)
-	err = fn(ctx, sess)
+	err := fn(ctx, sess)
 	if err == nil {
 		// Still in flight for routing: the log messages and progress
 		// sent before the answer reach the caller's client before it.

@@ -408,6 +408,17 @@ func (c *Conn) Session(ctx context.Context) (*mcp.ClientSession, error) {
 	}
 }
 
+// live returns the live session, or nil while there is none (or the Conn
+// is closed): Session's fast path, without a deadline of its own to set up.
+func (c *Conn) live() *mcp.ClientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	return c.sess
+}
+
 // unavailable is the error of a wait for a session that ended with err,
 // naming the last start error when there is one.
 func (c *Conn) unavailable(err error) error {

@@ -51,28 +51,44 @@ const userHZ = 100
 
 func childrenCPU() time.Duration {
 	lists, _ := filepath.Glob("/proc/self/task/*/children")
-	var ticks int64
+	var sum time.Duration
 	for _, l := range lists {
 		b, err := os.ReadFile(l)
 		if err != nil {
 			continue
 		}
 		for _, pid := range strings.Fields(string(b)) {
-			stat, err := os.ReadFile("/proc/" + pid + "/stat")
-			if err != nil {
-				continue
+			if d, err := statCPU(pid); err == nil {
+				sum += d
 			}
-			// Fields after the parenthesised command: utime and stime are
-			// the 12th and 13th.
-			_, rest, ok := strings.Cut(string(stat), ") ")
-			f := strings.Fields(rest)
-			if !ok || len(f) < 13 {
-				continue
-			}
-			u, _ := strconv.ParseInt(f[11], 10, 64)
-			s, _ := strconv.ParseInt(f[12], 10, 64)
-			ticks += u + s
 		}
 	}
-	return time.Duration(ticks) * time.Second / userHZ
+	return sum
+}
+
+// processCPU is the CPU time (user+system) process pid has used so far,
+// at the kernel's 10 ms tick; pid 0 is no process and reads 0.
+func processCPU(pid int) (time.Duration, error) {
+	if pid == 0 {
+		return 0, nil
+	}
+	return statCPU(strconv.Itoa(pid))
+}
+
+// statCPU reads utime+stime from /proc/PID/stat.
+func statCPU(pid string) (time.Duration, error) {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the parenthesised command: utime and stime are the 12th
+	// and 13th.
+	_, rest, ok := strings.Cut(string(stat), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%s/stat: unexpected format", pid)
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * time.Second / userHZ, nil
 }

@@ -15,7 +15,7 @@
 // bastion's gates and ledger cost; relay/direct is what any MCP hop built
 // on the SDK costs on this machine.
 //
-// Four upstream kinds, selected with -upstreams:
+// Four in-process upstream kinds, selected with -upstreams:
 //
 //   - inproc: a zero-work echo server in this process over in-memory
 //     transports; the gateway's cost with nothing to hide it.
@@ -44,7 +44,14 @@
 // label path=direct|relay|gateway, so `go tool pprof -tagfocus path=gateway`
 // shows the gateway's share alone.
 //
-//	go run ./bench/gateway [-n 5000] [-c 8,32] [-rounds 5] [-upstreams inproc,review,stdio,http] [-ledger DIR] [-cpuprofile F] [-memprofile F]
+// A fifth kind, process, measures from outside: `bastion gateway` as a
+// process of its own in front of testmcp on loopback HTTP, its CPU per call
+// that process's alone (utime+stime over the window / calls). With -ab REF
+// a gateway built from git REF (checked out with git worktree into a
+// temporary directory) runs beside it, and every round drives direct, this
+// build and the base in turn, so a regression shows as a same-run ratio.
+//
+//	go run ./bench/gateway [-n 5000] [-c 16] [-rounds 5] [-upstreams inproc,review,stdio,http,process] [-ab REF] [-bastion BIN] [-ledger DIR] [-cpuprofile F] [-memprofile F]
 package main
 
 import (
@@ -235,19 +242,25 @@ type options struct {
 	version   string // the revision clients offer; "" the SDK's latest
 	ledgerDir string // "" means a fresh directory under workDir, removed afterwards
 	workDir   string // where fresh directories go; "" means the working directory
+	// The process kind's builds: bastionBin is this build's binary ("" means
+	// built from the module being run), abRef a git ref whose build runs
+	// beside it ("" none).
+	bastionBin, abRef string
 }
 
 func main() {
 	var o options
 	flag.IntVar(&o.n, "n", 5000, "calls per measurement")
 	flag.IntVar(&o.rounds, "rounds", 5, "alternate direct and gateway this many times per row, n/rounds calls each, so load from elsewhere on the machine hits both alike")
-	o.conc = []int{8, 32}
-	flag.Func("c", "comma-separated numbers of concurrent callers, a throughput row each besides the sequential one (default 8,32)", func(v string) (err error) {
+	o.conc = []int{16}
+	flag.Func("c", "comma-separated numbers of concurrent callers, a throughput row each besides the sequential one (default 16)", func(v string) (err error) {
 		o.conc, err = parseLevels(v)
 		return err
 	})
 	flag.StringVar(&o.version, "protocol", upstream.DefaultProtocolVersion, "MCP revision every client offers, direct and through the gateway (empty: the SDK's latest); from 2026-07-28 the gateway forwards over a per-revision upstream session, and bastion's edge serves that revision statelessly, building a server per request")
-	flag.StringVar(&o.kinds, "upstreams", "inproc,review,stdio,http", "comma-separated upstream kinds to measure: inproc, review, stdio, http")
+	flag.StringVar(&o.kinds, "upstreams", "inproc,review,stdio,http,process", "comma-separated upstream kinds to measure: inproc, review, stdio, http, process (`bastion gateway` as its own process)")
+	flag.StringVar(&o.bastionBin, "bastion", "", "the bastion binary the process kind runs (default: built from this checkout)")
+	flag.StringVar(&o.abRef, "ab", "", "git ref of a base build: the process kind runs it beside this build, alternating rounds, and prints this/base")
 	flag.StringVar(&o.ledgerDir, "ledger", "", "ledger directory (default a fresh directory under the working directory, removed afterwards)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (samples carry the label path=direct|relay|gateway)")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
@@ -287,7 +300,7 @@ func run(ctx context.Context, w io.Writer, o options) (audit.Report, error) {
 	for k := range strings.SplitSeq(o.kinds, ",") {
 		k = strings.TrimSpace(k)
 		if !known(k) {
-			return audit.Report{}, fmt.Errorf("unknown upstream kind %q (inproc, review, stdio, http)", k)
+			return audit.Report{}, fmt.Errorf("unknown upstream kind %q (inproc, review, stdio, http, process)", k)
 		}
 		if !slices.Contains(selected, k) {
 			selected = append(selected, k)
@@ -320,6 +333,12 @@ func run(ctx context.Context, w io.Writer, o options) (audit.Report, error) {
 	}
 	fmt.Fprintf(w, "tools/call, %d calls per row in %d alternating rounds, clients offer %s, ledger in %s (%s, fsync on)\n", o.n, o.rounds, offered, o.ledgerDir, fsType(o.ledgerDir))
 	for _, k := range selected {
+		if k == "process" {
+			if err := measureProcess(ctx, w, o); err != nil {
+				return audit.Report{}, fmt.Errorf("%s: %w", k, err)
+			}
+			continue
+		}
 		t, err := newTarget(ctx, k, o, p)
 		if err != nil {
 			return audit.Report{}, fmt.Errorf("%s: %w", k, err)

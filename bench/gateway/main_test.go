@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
@@ -61,5 +63,24 @@ func TestParseLevels(t *testing.T) {
 	}
 	if l := (options{conc: []int{1, 4}}).levels(); !slices.Equal(l, []int{1, 4}) {
 		t.Errorf("levels = %v, want one sequential row then 4", l)
+	}
+}
+
+// TestProcessTOML: the process kind's configuration is one the gateway
+// loads, with every gate on and its files where the run put them.
+func TestProcessTOML(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Parse("bench.toml", []byte(processTOML(dir, "http://127.0.0.1:9/mcp")))
+	if err != nil {
+		t.Fatalf("config.Parse: %v", err)
+	}
+	if cfg.Audit.Dir != filepath.Join(dir, "audit") || cfg.Pins.File != filepath.Join(dir, "pins.json") || cfg.Approvals.File != filepath.Join(dir, "approvals.json") {
+		t.Errorf("files: audit %q, pins %q, approvals %q; want them under %s", cfg.Audit.Dir, cfg.Pins.File, cfg.Approvals.File, dir)
+	}
+	if s := cfg.Servers["echo"]; s == nil || s.URL != "http://127.0.0.1:9/mcp" {
+		t.Errorf("server echo = %+v, want the upstream URL", s)
+	}
+	if cfg.Inspect.Mode != "enforce" || cfg.Pin.Mode != "strict" || len(cfg.Policy.Rules) != 1 {
+		t.Errorf("gates: inspect %q, pin %q, %d rules; want enforce, strict, one rule", cfg.Inspect.Mode, cfg.Pin.Mode, len(cfg.Policy.Rules))
 	}
 }

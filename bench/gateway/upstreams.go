@@ -40,7 +40,7 @@ type target struct {
 
 func known(kind string) bool {
 	switch kind {
-	case "inproc", "review", "stdio", "http":
+	case "inproc", "review", "stdio", "http", "process":
 		return true
 	}
 	return false
@@ -126,28 +126,10 @@ func stdioTarget(ctx context.Context, version string) (target, error) {
 // httpTarget serves testmcp behind bastion's edge on loopback, which
 // answers both Streamable HTTP wires on one URL.
 func httpTarget(ctx context.Context, c int, version string) (target, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := serveTestMCP(c)
 	if err != nil {
 		return target{}, err
 	}
-	addr := ln.Addr().String()
-	// Each session's standalone event stream is in flight too, so the
-	// per-principal limit (default 8) is lifted above the callers.
-	e, err := edge.New(edge.Options{Enabled: true, BindAddr: addr, MaxInFlightPerPrincipal: 64, MaxInFlight: max(256, 2*c)},
-		func(context.Context, principal.Principal) *mcp.Server { return testmcp.New(testmcp.Options{}) })
-	if err != nil {
-		ln.Close()
-		return target{}, err
-	}
-	srv := edge.NewServer(addr, e, edge.Timeouts{})
-	go srv.Serve(ln)
-	stop := func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = edge.Drain(dctx, srv, e)
-		srv.Close()
-	}
-	url := "http://" + addr + "/mcp"
 	// The connection pool the egress guard gives the gateway's upstream
 	// client, so both paths reuse connections alike.
 	hc := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true, MaxIdleConns: 32, MaxIdleConnsPerHost: 16, IdleConnTimeout: 60 * time.Second}}
@@ -171,4 +153,31 @@ func httpTarget(ctx context.Context, c int, version string) (target, error) {
 			stop()
 		},
 	}, nil
+}
+
+// serveTestMCP serves testmcp behind bastion's edge on a loopback port, for
+// c callers at once, and returns its URL and how to stop it.
+func serveTestMCP(c int) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	addr := ln.Addr().String()
+	// Each session's standalone event stream is in flight too, so the
+	// per-principal limit is lifted above the callers.
+	e, err := edge.New(edge.Options{Enabled: true, BindAddr: addr, MaxInFlightPerPrincipal: 64, MaxInFlight: max(256, 2*c)},
+		func(context.Context, principal.Principal) *mcp.Server { return testmcp.New(testmcp.Options{}) })
+	if err != nil {
+		ln.Close()
+		return "", nil, err
+	}
+	srv := edge.NewServer(addr, e, edge.Timeouts{})
+	go srv.Serve(ln)
+	stop = func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = edge.Drain(dctx, srv, e)
+		srv.Close()
+	}
+	return "http://" + addr + "/mcp", stop, nil
 }

@@ -7,9 +7,10 @@
 //
 // The bastion side is the production wiring of `bastion serve --dev` in this
 // process, with the offline demo site as the reviewed target: the job read is
-// a real completed review. Clients default to 8 because the edge admits 8
-// in-flight requests per principal (all clients share one token, since a job
-// is readable by its submitter only); more clients measure 429s.
+// a real completed review. All clients share one token (a job is readable by
+// its submitter only), so they count against one principal's in-flight bound
+// (edge.DefaultMaxInFlightPerPrincipal: 32 per CPU, at least 64); clients
+// past it measure 429s.
 package main
 
 import (

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -219,7 +220,7 @@ func (l *Loop) approval(ctx context.Context, c *client, a *gateway.CallArgs, d g
 	case approval.Denied:
 		_ = l.approvals.Consume(context.WithoutCancel(ctx), ap.ID)
 		o.decision, o.gate, o.rule = audit.Denied, gateway.GatePolicy, d.Approval.Rule
-		o.reason = fmt.Sprintf("approval %s was denied by %s", ap.ID, nonEmpty(ap.DecidedBy, "an approver"))
+		o.reason = fmt.Sprintf("approval %s was denied by %s", ap.ID, cmp.Or(ap.DecidedBy, "an approver"))
 		return l.answer(ctx, c, o, denial(o.reason))
 	}
 	o.decision, o.gate, o.rule = audit.ApprovalPending, gateway.GatePolicy, d.Approval.Rule
@@ -231,13 +232,6 @@ func (l *Loop) approval(ctx context.Context, c *client, a *gateway.CallArgs, d g
 		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: map[string]any{"approval_id": ap.ID, "status": string(approval.Pending)},
 	})
-}
-
-func nonEmpty(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // getPrompt forwards prompts/get to the owning upstream, governed by the
