@@ -171,7 +171,7 @@ func (c *Corpus) Match(got map[string][]design.Finding, viewports []design.Viewp
 		}
 	}
 	for _, s := range by {
-		s.Precision, s.Recall = ratio(s.TP, s.TP+s.FP), ratio(s.TP, s.TP+s.FN)
+		s.Precision, s.Recall = Ratio(s.TP, s.TP+s.FP), Ratio(s.TP, s.TP+s.FN)
 		sortKeys(s.FalsePos)
 		sortKeys(s.FalseNeg)
 		rep.Kinds = append(rep.Kinds, *s)
@@ -209,7 +209,9 @@ func also(f design.Finding) []string {
 	return nil
 }
 
-func ratio(a, b int) float64 {
+// Ratio is a/b, and 1 when there is nothing to count: an empty kind
+// scores 1, so a kind with no labels and no findings never drags a figure.
+func Ratio(a, b int) float64 {
 	if b == 0 {
 		return 1
 	}
@@ -229,6 +231,32 @@ func (r Report) Table() string {
 		fmt.Fprintf(&b, "%-18s %4d %4d %4d %9.3f %7.3f\n", s.Kind, s.TP, s.FP, s.FN, s.Precision, s.Recall)
 		tp, fp, fn = tp+s.TP, fp+s.FP, fn+s.FN
 	}
-	fmt.Fprintf(&b, "%-18s %4d %4d %4d %9.3f %7.3f\n", "all", tp, fp, fn, ratio(tp, tp+fp), ratio(tp, tp+fn))
+	fmt.Fprintf(&b, "%-18s %4d %4d %4d %9.3f %7.3f\n", "all", tp, fp, fn, Ratio(tp, tp+fp), Ratio(tp, tp+fn))
 	return b.String()
+}
+
+// Misses lists every false positive (with the finding behind it, from got)
+// and every false negative of r, one per line; empty when there are none.
+func (r Report) Misses(got map[string][]design.Finding) string {
+	var b strings.Builder
+	for _, s := range r.Kinds {
+		for _, k := range s.FalsePos {
+			fmt.Fprintf(&b, "false positive: %s — %s\n", k, describe(got, k))
+		}
+		for _, k := range s.FalseNeg {
+			fmt.Fprintf(&b, "false negative: %s\n", k)
+		}
+	}
+	return b.String()
+}
+
+// describe names the finding behind a scored key.
+func describe(got map[string][]design.Finding, k Key) string {
+	for _, f := range got[k.Page] {
+		if f.Kind == k.Kind && f.Selector == k.Selector && slices.Contains(f.Viewports, k.Viewport) {
+			facts, _ := json.Marshal(f.Facts)
+			return fmt.Sprintf("%s [%s] %s", f.Title, f.Severity, facts)
+		}
+	}
+	return ""
 }

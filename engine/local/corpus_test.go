@@ -3,11 +3,9 @@ package local_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,31 +124,14 @@ func sameFindings(t *testing.T, first, second map[string][]design.Finding) {
 	}
 }
 
-// findingOf describes the finding behind a scored key, for the log.
-func findingOf(got map[string][]design.Finding, k corpus.Key) string {
-	for _, f := range got[k.Page] {
-		if f.Kind == k.Kind && f.Selector == k.Selector && slices.Contains(f.Viewports, k.Viewport) {
-			facts, _ := json.Marshal(f.Facts)
-			return fmt.Sprintf("%s [%s] %s", f.Title, f.Severity, facts)
-		}
-	}
-	return ""
-}
+// ratio scores as corpus.Report does.
+var ratio = corpus.Ratio
 
 // logMisses logs every false positive and false negative of rep.
 func logMisses(t *testing.T, rep corpus.Report, got map[string][]design.Finding) {
 	t.Helper()
-	var b strings.Builder
-	for _, s := range rep.Kinds {
-		for _, k := range s.FalsePos {
-			fmt.Fprintf(&b, "false positive: %s — %s\n", k, findingOf(got, k))
-		}
-		for _, k := range s.FalseNeg {
-			fmt.Fprintf(&b, "false negative: %s\n", k)
-		}
-	}
-	if b.Len() > 0 {
-		t.Logf("misses:\n%s", b.String())
+	if m := rep.Misses(got); m != "" {
+		t.Logf("misses:\n%s", m)
 	}
 }
 
@@ -238,15 +219,6 @@ func TestHeldOutCorpus(t *testing.T) {
 	if precision < heldOutPrecision || recall < heldOutRecall {
 		t.Errorf("held-out precision %.3f recall %.3f; the regression bars are %.2f and %.2f", precision, recall, heldOutPrecision, heldOutRecall)
 	}
-}
-
-// ratio is a/b, and 1 when there is nothing to count (as corpus.Report
-// scores an empty kind).
-func ratio(a, b int) float64 {
-	if b == 0 {
-		return 1
-	}
-	return float64(a) / float64(b)
 }
 
 // The held-out regression bars.

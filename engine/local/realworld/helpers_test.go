@@ -2,12 +2,9 @@ package realworld_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/bastion-mcp/bastion/checks/corpus"
@@ -17,7 +14,7 @@ import (
 )
 
 // The helpers below restate a few lines of engine/local's corpus tests
-// (quiet, localGuard, ratio, logMisses): a test package cannot import
+// (quiet, localGuard): a test package cannot import
 // another's, and these tests left engine/local so that their minutes of
 // Chromium run as a package of their own.
 
@@ -32,40 +29,14 @@ func localGuard() *egress.Guard {
 // viewports concurrently too, and the pool bounds the captures.
 const pagesInFlight = 3
 
-// ratio is a/b, and 1 when there is nothing to count (as corpus.Report
-// scores an empty kind).
-func ratio(a, b int) float64 {
-	if b == 0 {
-		return 1
-	}
-	return float64(a) / float64(b)
-}
-
-// findingOf describes the finding behind a scored key, for the log.
-func findingOf(got map[string][]design.Finding, k corpus.Key) string {
-	for _, f := range got[k.Page] {
-		if f.Kind == k.Kind && f.Selector == k.Selector && slices.Contains(f.Viewports, k.Viewport) {
-			facts, _ := json.Marshal(f.Facts)
-			return fmt.Sprintf("%s [%s] %s", f.Title, f.Severity, facts)
-		}
-	}
-	return ""
-}
+// ratio scores as corpus.Report does.
+var ratio = corpus.Ratio
 
 // logMisses logs every false positive and false negative of rep.
 func logMisses(t *testing.T, rep corpus.Report, got map[string][]design.Finding) {
 	t.Helper()
-	var b strings.Builder
-	for _, s := range rep.Kinds {
-		for _, k := range s.FalsePos {
-			fmt.Fprintf(&b, "false positive: %s — %s\n", k, findingOf(got, k))
-		}
-		for _, k := range s.FalseNeg {
-			fmt.Fprintf(&b, "false negative: %s\n", k)
-		}
-	}
-	if b.Len() > 0 {
-		t.Logf("misses:\n%s", b.String())
+	if m := rep.Misses(got); m != "" {
+		t.Logf("misses:\n%s", m)
 	}
 }
 
