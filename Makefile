@@ -12,8 +12,11 @@ build:
 
 # install puts bastion on your PATH: go install writes it to $GOBIN, or
 # $(go env GOPATH)/bin when GOBIN is unset (add that directory to PATH).
+# -buildvcs=auto records the commit for `bastion --version` even where
+# GOFLAGS turns stamping off (Go finds a clone's .git directory, not a
+# worktree's .git file).
 install:
-	$(GO) install ./cmd/bastion
+	$(GO) install -buildvcs=auto ./cmd/bastion
 	@dir="$$($(GO) env GOBIN)"; [ -n "$$dir" ] || dir="$$($(GO) env GOPATH | cut -d: -f1)/bin"; \
 	  echo "installed $$dir/bastion"; \
 	  case ":$$PATH:" in *":$$dir:"*) ;; *) echo "$$dir is not on your PATH: add it (e.g. export PATH=\"$$dir:\$$PATH\")";; esac

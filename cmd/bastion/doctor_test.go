@@ -56,35 +56,44 @@ func TestDoctorPasses(t *testing.T) {
 
 // TestDoctorFailures: a browser variable naming nothing, a read-only data
 // directory and an unreachable database each fail with what to do, the
-// password stays out of the output, and the exit status is 1.
+// password stays out of the output, and the exit status is 1. With a
+// database the data directory is only recommended, so it warns.
 func TestDoctorFailures(t *testing.T) {
 	t.Setenv(capture.ChromeEnv, "/nonexistent")
 	ro := testenv.ReadOnlyDir(t)
-	stdout, stderr, code := runCLI(t, "doctor", "--data-dir", ro+"/bastion", "--database-url", "postgres://someone:s3cret-pw@127.0.0.1:1/bastion?sslmode=disable")
-	if code != 1 {
-		t.Fatalf("doctor exit %d, want 1\n%s%s", code, stdout, stderr)
-	}
-	for name, want := range map[string]string{
-		"chromium": "BASTION_CHROMIUM=/nonexistent",
-		"data-dir": ro,
-		"postgres": "127.0.0.1",
+	const badDB = "postgres://someone:s3cret-pw@127.0.0.1:1/bastion?sslmode=disable"
+	for _, tc := range []struct {
+		args []string
+		want map[string]string // check name → status and a word of its line
+	}{
+		{[]string{"--data-dir", ro + "/bastion"}, map[string]string{
+			"chromium": "FAIL BASTION_CHROMIUM=/nonexistent", "data-dir": "FAIL " + ro, "postgres": "skip not configured"}},
+		{[]string{"--data-dir", ro + "/bastion", "--database-url", badDB}, map[string]string{
+			"chromium": "FAIL BASTION_CHROMIUM=/nonexistent", "data-dir": "warn " + ro, "postgres": "FAIL 127.0.0.1"}},
 	} {
-		if line := doctorLine(stdout, name); !strings.HasPrefix(line, "FAIL") || !strings.Contains(line, want) {
-			t.Errorf("%s: line %q, want FAIL naming %q\n%s", name, line, want, stdout)
+		stdout, stderr, code := runCLI(t, append([]string{"doctor"}, tc.args...)...)
+		if code != 1 {
+			t.Fatalf("doctor %v: exit %d, want 1\n%s%s", tc.args, code, stdout, stderr)
 		}
-	}
-	// Each failure is followed by its fix; the browser's names the install
-	// and the variable.
-	if !strings.Contains(stdout, "fix: ") || strings.Count(stdout, "fix: ") < 3 {
-		t.Errorf("fewer than three fixes:\n%s", stdout)
-	}
-	if fix := stdout[strings.Index(stdout, "FAIL  chromium"):]; !strings.Contains(fix, "install") || !strings.Contains(fix, "set BASTION_CHROMIUM") {
-		t.Errorf("no install hint for the browser:\n%s", stdout)
-	}
-	if strings.Contains(stdout+stderr, "s3cret-pw") {
-		t.Error("doctor printed the database password")
-	}
-	if !strings.Contains(stdout, "a review cannot run here") {
-		t.Errorf("no verdict line:\n%s", stdout)
+		for name, want := range tc.want {
+			status, word, _ := strings.Cut(want, " ")
+			if line := doctorLine(stdout, name); !strings.HasPrefix(line, status+" ") || !strings.Contains(line, word) {
+				t.Errorf("doctor %v: %s: line %q, want %s naming %q", tc.args, name, line, status, word)
+			}
+		}
+		// Every failure and warning is followed by its fix; the browser's
+		// names the install and the variable.
+		if fixes, problems := strings.Count(stdout, "fix: "), strings.Count(stdout, "FAIL  ")+strings.Count(stdout, "warn  "); fixes != problems {
+			t.Errorf("doctor %v: %d fixes for %d problems:\n%s", tc.args, fixes, problems, stdout)
+		}
+		if fix := stdout[strings.Index(stdout, "FAIL  chromium"):]; !strings.Contains(fix, "install") || !strings.Contains(fix, "set BASTION_CHROMIUM") {
+			t.Errorf("no install hint for the browser:\n%s", stdout)
+		}
+		if strings.Contains(stdout+stderr, "s3cret-pw") {
+			t.Error("doctor printed the database password")
+		}
+		if !strings.Contains(stdout, "a review cannot run here") {
+			t.Errorf("no verdict line:\n%s", stdout)
+		}
 	}
 }
