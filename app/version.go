@@ -15,8 +15,8 @@ import (
 type BuildInfo struct {
 	// Version is the release the binary serves as (serverInfo, the catalog).
 	Version string
-	// Module is the main module's version: "(devel)" for a checkout, the
-	// tag for `go install github.com/bastion-mcp/bastion/cmd/bastion@vX`.
+	// Module is the main module's version: "(devel)" or a pseudo-version
+	// for a checkout, the tag for `go install …/cmd/bastion@vX`.
 	Module string
 	// Revision is the VCS commit; "" when the build recorded none.
 	Revision string
@@ -55,7 +55,10 @@ func ReadBuildInfo(version string) BuildInfo {
 func (b BuildInfo) String() string {
 	var s strings.Builder
 	fmt.Fprintf(&s, "bastion %s", b.Version)
-	if b.Module != "" && b.Module != "(devel)" {
+	// A build from a checkout records the revision, and (Go 1.24 on) a
+	// pseudo-version made of it; `go install …@version` records only the
+	// module's version, which is then the one clue to the source.
+	if b.Revision == "" && b.Module != "" && b.Module != "(devel)" {
 		fmt.Fprintf(&s, " (module %s)", b.Module)
 	}
 	switch {
