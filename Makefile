@@ -3,12 +3,23 @@ GO        ?= go
 BIN       := bin/bastion
 FUZZTIME  ?= 10s
 
-.PHONY: all build demo test deps vet lint fuzz bench bench-review bench-gateway conformance conformance-serve conformance-gateway conformance-bastion-gateway clean
+.PHONY: all build install demo test deps vet lint fuzz bench bench-review bench-gateway conformance conformance-serve conformance-gateway conformance-bastion-gateway clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/bastion
+
+# install puts bastion on your PATH: go install writes it to $GOBIN, or
+# $(go env GOPATH)/bin when GOBIN is unset (add that directory to PATH).
+# -buildvcs=auto records the commit for `bastion --version` even where
+# GOFLAGS turns stamping off (Go finds a clone's .git directory, not a
+# worktree's .git file).
+install:
+	$(GO) install -buildvcs=auto ./cmd/bastion
+	@dir="$$($(GO) env GOBIN)"; [ -n "$$dir" ] || dir="$$($(GO) env GOPATH | cut -d: -f1)/bin"; \
+	  echo "installed $$dir/bastion"; \
+	  case ":$$PATH:" in *":$$dir:"*) ;; *) echo "$$dir is not on your PATH: add it (e.g. export PATH=\"$$dir:\$$PATH\")";; esac
 
 # deps installs what the real-part tests and the demo need (Chromium, fonts)
 # when it can; without root it says what is missing and the tests skip loudly.

@@ -13,6 +13,11 @@
 // certificate the browser trusts. Under AllowPrivate the browser also trusts
 // the egress proxy's own in-memory key, which the proxy presents only for
 // loopback and private https destinations (browserproxy.Options.PrivateTLS).
+//
+// It also answers what the CLI asks about this machine and this build: the
+// logger every command writes (NewLogger: text or JSON, library routine at
+// DEBUG), the build's identity (ReadBuildInfo, for --version) and what a
+// review needs here (Doctor, which starts the browser as OpenEngine does).
 package app
 
 import (

@@ -60,7 +60,7 @@ func OpenEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	pool, err := capture.NewPool(context.WithoutCancel(ctx), copts)
 	if err != nil {
 		proxy.Close()
-		return nil, fault.Wrap(err, fault.Unavailable, "no browser found: install chromium (make deps) or set BASTION_CHROME")
+		return nil, fault.Wrap(err, fault.Unavailable, "no browser found: install chromium (make deps) or set BASTION_CHROMIUM")
 	}
 	opts := cfg.Engine
 	if opts.Logger == nil {

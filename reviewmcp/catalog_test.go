@@ -21,6 +21,8 @@ var update = flag.Bool("update", false, "rewrite schemas/mcp-tools.json from the
 var (
 	catalogPath   = filepath.Join("..", "schemas", "mcp-tools.json")
 	directoryPath = filepath.Join("..", "directory", "server.json")
+	// dockerfilePath builds the OCI image server.json lists.
+	dockerfilePath = filepath.Join("..", "deploy", "Dockerfile")
 )
 
 // liveCatalog lists the tools of a fresh server with the SDK client and
@@ -168,6 +170,15 @@ func TestVersionsAgree(t *testing.T) {
 	}
 	if len(dir.Packages) == 0 || dir.Packages[0].Identifier != "ghcr.io/bastion-mcp/bastion:"+reviewmcp.Version || dir.Packages[0].Transport.Type != "stdio" {
 		t.Errorf("server.json packages %+v, want the stdio image tagged %s", dir.Packages, reviewmcp.Version)
+	}
+	// The registry accepts an OCI package only if the image's label names
+	// the server: the Dockerfile that builds the listed image must say so.
+	df, err := os.ReadFile(dockerfilePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label := `io.modelcontextprotocol.server.name="` + dir.Name + `"`; !bytes.Contains(df, []byte("LABEL "+label)) && !bytes.Contains(df, []byte(" "+label)) {
+		t.Errorf("deploy/Dockerfile has no %s label", label)
 	}
 	got := slices.Sorted(slices.Values(dir.Meta["io.modelcontextprotocol.registry/publisher-provided"].Tools))
 	if slices.Sort(names); !slices.Equal(got, names) {

@@ -7,7 +7,7 @@
 set -euo pipefail
 
 need=()
-command -v chromium >/dev/null 2>&1 || [ -n "${BASTION_CHROME:-}" ] || need+=(chromium)
+command -v chromium >/dev/null 2>&1 || [ -n "${BASTION_CHROMIUM:-${BASTION_CHROME:-}}" ] || need+=(chromium)
 [ -d /usr/share/fonts/truetype/noto ] || need+=(fonts-noto-core)
 [ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)
 [ -d /usr/share/fonts/truetype/liberation ] || need+=(fonts-liberation)

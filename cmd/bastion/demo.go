@@ -29,9 +29,10 @@ capture and the real checks. Offline; needs Chromium (make demo installs it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if _, err := capture.FindChrome(); err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), "bastion demo: Chromium is not installed. Run `make demo`, which installs it (or set BASTION_CHROME to a Chromium or Chrome binary).")
+				fmt.Fprintf(cmd.ErrOrStderr(), "bastion demo: Chromium is not installed (%v). Run `make demo`, which installs it, or set %s to a Chromium or Chrome binary; `bastion doctor` says what else is missing.\n", err, capture.ChromeEnv)
 				return exitError{1}
 			}
+			format := cmd.Flag("log-format").Value.String()
 			exe, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("cannot find the bastion executable: %w", err)
@@ -40,7 +41,7 @@ capture and the real checks. Offline; needs Chromium (make demo installs it).`,
 			defer cancel()
 			_, err = demo.Run(ctx, demo.Options{
 				Command: func(args ...string) *exec.Cmd {
-					return exec.Command(exe, append([]string{"stdio"}, args...)...)
+					return exec.Command(exe, append([]string{"stdio", "--log-format", format}, args...)...)
 				},
 				Out:     out,
 				DataDir: dataDir,

@@ -49,7 +49,15 @@ the gateway to remote agents with tokens, use ` + "`bastion serve --gateway FILE
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return runGateway(ctx, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			level, err := app.ParseLogLevel(f.logLevel)
+			if err != nil {
+				return err
+			}
+			log, err := newLogger(cmd, cmd.ErrOrStderr(), level)
+			if err != nil {
+				return err
+			}
+			return runGateway(ctx, f, log, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -62,12 +70,7 @@ the gateway to remote agents with tokens, use ` + "`bastion serve --gateway FILE
 	return cmd
 }
 
-func runGateway(ctx context.Context, f gatewayFlags, stdout, stderr io.Writer) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("unknown --log-level %q", f.logLevel)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+func runGateway(ctx context.Context, f gatewayFlags, log *slog.Logger, stdout io.Writer) error {
 	cfg, err := config.Load(f.config)
 	if err != nil {
 		return err

@@ -88,7 +88,10 @@ func newPinListCmd(f *pinFlags) *cobra.Command {
 					}
 				}
 			}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			log, err := newLogger(cmd, cmd.ErrOrStderr(), slog.LevelWarn)
+			if err != nil {
+				return err
+			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "SERVER\tTOOL\tPINNED\tLIVE\tSTATUS")
 			for _, srv := range names {
@@ -193,7 +196,10 @@ restarts.`,
 				return fmt.Errorf("no [server.%s] in %s", srv, f.config)
 			}
 			ctx := cmd.Context()
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			log, err := newLogger(cmd, cmd.ErrOrStderr(), slog.LevelWarn)
+			if err != nil {
+				return err
+			}
 			raw, err := liveTools(ctx, cfg, srv, f, log)
 			if err != nil {
 				return fmt.Errorf("%s: %w", srv, err)

@@ -64,7 +64,10 @@ left something out (each skip is printed with its reason; --allow-partial
 makes this 0); and 1 with a typed error line when it could not run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			err := runReview(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
+			logger, err := newLogger(cmd, cmd.ErrOrStderr(), slog.LevelWarn)
+			if err == nil {
+				err = runReview(cmd.Context(), logger, cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], f)
+			}
 			if p, ok := err.(errPartial); ok {
 				fmt.Fprintf(cmd.ErrOrStderr(), "bastion: partial review: %d of the requested captures or measurements were not (wholly) reviewed (see \"not reviewed\"); exit status %d (--allow-partial accepts a partial review)\n", p.skipped, exitPartial)
 				return exitError{exitPartial}
@@ -93,8 +96,7 @@ makes this 0); and 1 with a typed error line when it could not run.`,
 	return cmd
 }
 
-func runReview(ctx context.Context, stdout, stderr io.Writer, rawURL string, f reviewFlags) error {
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+func runReview(ctx context.Context, logger *slog.Logger, stdout, stderr io.Writer, rawURL string, f reviewFlags) error {
 	policy := egress.Policy{Logger: logger}
 	// AllowPrivate relaxes scheme and port for private addresses only:
 	// a public host still needs https on 443.

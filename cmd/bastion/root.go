@@ -2,9 +2,15 @@ package main
 
 import (
 	"errors"
+	"io"
+	"log/slog"
+	"slices"
 
-	"github.com/bastion-mcp/bastion/reviewmcp"
 	"github.com/spf13/cobra"
+
+	"github.com/bastion-mcp/bastion/app"
+	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/reviewmcp"
 )
 
 // version is the one version: serverInfo, the tool catalog and server.json
@@ -15,11 +21,16 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "bastion",
 		Short:         "Design-review MCP server, remote MCP edge and governing MCP gateway",
-		Version:       version,
+		Version:       app.ReadBuildInfo(version).String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	format := logFormat("text")
+	root.PersistentFlags().Var(&format, "log-format", "log line format on stderr: text or json (slog's JSON handler)")
 	root.AddCommand(
+		newDoctorCmd(),
+		newMigrateCmd(),
 		newDemoCmd(),
 		newEgressCmd(),
 		newAuditCmd(),
@@ -51,3 +62,22 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return "exit status" }
 func (e exitError) ExitCode() int { return e.code }
+
+// logFormat is --log-format, checked when parsed so a typo fails before
+// anything starts.
+type logFormat string
+
+func (f *logFormat) String() string { return string(*f) }
+func (f *logFormat) Type() string   { return "format" }
+func (f *logFormat) Set(s string) error {
+	if !slices.Contains(app.LogFormats, s) {
+		return fault.New(fault.InvalidArgument, "want text or json")
+	}
+	*f = logFormat(s)
+	return nil
+}
+
+// newLogger returns the logger of cmd on w at level, in its --log-format.
+func newLogger(cmd *cobra.Command, w io.Writer, level slog.Level) (*slog.Logger, error) {
+	return app.NewLogger(w, cmd.Flag("log-format").Value.String(), level)
+}

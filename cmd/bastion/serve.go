@@ -92,7 +92,7 @@ as that principal. Every refusal of the HTTP edge is recorded in the ledger.
 prints it once on stderr with the URL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := f.run(cmd.Context(), cmd.ErrOrStderr())
+			err := f.run(cmd, cmd.ErrOrStderr())
 			if err != nil {
 				reportFailure(cmd.ErrOrStderr(), "bastion serve", err, "the server could not run", postgres.Passwords(f.databaseURL, f.migrateURL)...)
 				return exitError{1}
@@ -138,8 +138,9 @@ prints it once on stderr with the URL.`,
 	return cmd
 }
 
-func (f serveFlags) run(ctx context.Context, stderr io.Writer) error {
-	cfg, err := f.config(stderr)
+func (f serveFlags) run(cmd *cobra.Command, stderr io.Writer) error {
+	ctx := cmd.Context()
+	cfg, err := f.config(cmd, stderr)
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,12 @@ func (f serveFlags) run(ctx context.Context, stderr io.Writer) error {
 	}
 	if f.dev || f.unsafeNoAuth {
 		if err := edge.CheckBind(f.addr, false); err != nil {
-			return fault.New(fault.InvalidArgument, "--dev and --unsafe-no-auth-loopback need a loopback --addr")
+			// --unsafe-no-auth-loopback is hidden: say what it does, not its name.
+			what := "--dev"
+			if !f.dev {
+				what = "serving without authentication"
+			}
+			return fault.New(fault.InvalidArgument, "%s needs a loopback --addr", what)
 		}
 	}
 	if f.dev {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"log/slog"
 	"net/netip"
 	"strings"
 	"time"
@@ -48,7 +47,7 @@ Targets must be ownership-verified hosts (bastion targets add/verify);
 every address is loopback or private.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.config(cmd.ErrOrStderr())
+			cfg, err := f.config(cmd, cmd.ErrOrStderr())
 			if err == nil {
 				err = app.RunStdio(cmd.Context(), cfg, &mcp.StdioTransport{})
 			}
@@ -72,16 +71,21 @@ every address is loopback or private.`,
 	return cmd
 }
 
-// config turns the flags into the composition's Config, logging to stderr.
-func (f stdioFlags) config(stderr io.Writer) (app.Config, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return app.Config{}, fault.New(fault.InvalidArgument, "unknown --log-level %q", f.logLevel)
+// config turns the flags into the composition's Config, logging to stderr
+// in cmd's --log-format.
+func (f stdioFlags) config(cmd *cobra.Command, stderr io.Writer) (app.Config, error) {
+	level, err := app.ParseLogLevel(f.logLevel)
+	if err != nil {
+		return app.Config{}, err
+	}
+	log, err := newLogger(cmd, stderr, level)
+	if err != nil {
+		return app.Config{}, err
 	}
 	cfg := app.Config{
 		DataDir:      f.dataDir,
 		AllowPrivate: f.allowPrivate,
-		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Logger:       log,
 	}
 	cfg.Review.ReviewTimeout = f.reviewTimeout
 	cfg.Review.RescueStuckJobsAfter = f.rescueAfter
@@ -91,7 +95,8 @@ func (f stdioFlags) config(stderr io.Writer) (app.Config, error) {
 	host, addr, ok := strings.Cut(f.demoSite, "=")
 	site, err := netip.ParseAddrPort(addr)
 	if !ok || err != nil || host == "" || f.demoSPKI == "" {
-		return app.Config{}, fault.New(fault.InvalidArgument, "--unsafe-demo-site wants HOST=IP:PORT together with --unsafe-demo-spki")
+		// The demo's own wiring: it is hidden, so the message names no flag.
+		return app.Config{}, fault.New(fault.InvalidArgument, "the demo wiring wants a site HOST=IP:PORT together with its certificate's SPKI hash")
 	}
 	cfg.Demo = &app.Demo{Host: host, StubAddr: demo.StubAddr, Site: site, SPKI: f.demoSPKI}
 	// The demo's one user waits on every step: poll and fetch jobs quickly.

@@ -107,8 +107,11 @@ tenant of bastion stdio.`,
 // run opens the store (no browser), runs do and prints a typed error line.
 func (f targetsFlags) run(cmd *cobra.Command, do func(context.Context, *targets.Registry, io.Writer) error) error {
 	ctx := cmd.Context()
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	b, err := app.OpenBase(ctx, app.Config{DataDir: f.dataDir, Logger: logger})
+	logger, err := newLogger(cmd, cmd.ErrOrStderr(), slog.LevelWarn)
+	var b *app.Base
+	if err == nil {
+		b, err = app.OpenBase(ctx, app.Config{DataDir: f.dataDir, Logger: logger})
+	}
 	if err == nil {
 		err = do(ctx, b.Targets, cmd.OutOrStdout())
 		b.Close()

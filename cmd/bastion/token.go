@@ -137,7 +137,10 @@ func (f tokenFlags) run(cmd *cobra.Command, do func(context.Context, *auth.PATIs
 		if f.tenant == "" {
 			return fault.New(fault.InvalidArgument, "--tenant is required")
 		}
-		logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		logger, err := newLogger(cmd, cmd.ErrOrStderr(), slog.LevelWarn)
+		if err != nil {
+			return err
+		}
 		b, err := app.OpenBase(ctx, app.Config{
 			DataDir: f.dataDir, DatabaseURL: f.databaseURL, MigrateURL: f.migrateURL,
 			UnsafeAllowOwnerRole: f.unsafeOwnerRole, Logger: logger,
