@@ -437,7 +437,9 @@ func TestServeReplicas(t *testing.T) {
 
 	// The review timeout must fit a capture on a loaded CI machine (it runs
 	// beside the corpus test's CPU burners); the rescue must come after it.
-	timing := []string{"--review-timeout", "40s", "--rescue-stuck-after", "65s", "--log-level", "info"}
+	// River names its client at debug (a library's routine), and the test
+	// reads each replica's client id from that line.
+	timing := []string{"--review-timeout", "40s", "--rescue-stuck-after", "65s", "--log-level", "debug"}
 	args := append(append(append([]string{}, db...), timing...), demo.StdioArgs(site)...)
 	a := startServe(t, "replica-a", nil, args...)
 	b := startServe(t, "replica-b", nil, args...)
