@@ -283,7 +283,10 @@ func (e *Edge) AdminHandler() http.Handler {
 }
 
 // ServeHTTP routes health, metadata and MCP requests.
-func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (e *Edge) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	route := routeOf(r.URL.Path, e.opts.Path, e.opts.Metadata != nil)
+	w := &statusWriter{ResponseWriter: rw}
+	defer e.metrics.request(route, w)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -365,6 +368,8 @@ func (e *Edge) serveGuarded(w http.ResponseWriter, r *http.Request) {
 	e.opts.Authenticate(next).ServeHTTP(held, r)
 	if !passed {
 		e.count(r, held.status, reasonAuth)
+		e.metrics.authFailed(held)
+		noteRejection(w, reasonAuth)
 		held.flush(w)
 	}
 }
