@@ -158,6 +158,9 @@ type Options struct {
 	// Registry receives the edge's metrics and is what the admin handler
 	// serves. Nil means a private registry.
 	Registry *prometheus.Registry
+	// Gatherer, if set, is what the admin handler serves instead of
+	// Registry alone: the process's other metrics with Registry's.
+	Gatherer prometheus.Gatherer
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -278,7 +281,11 @@ func (o *Options) withDefaults() error {
 // listener, loopback-only unless configured otherwise (see CheckAdminBind).
 func (e *Edge) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(e.opts.Registry, promhttp.HandlerOpts{}))
+	var g prometheus.Gatherer = e.opts.Registry
+	if e.opts.Gatherer != nil {
+		g = e.opts.Gatherer
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	return mux
 }
 
