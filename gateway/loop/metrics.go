@@ -42,6 +42,10 @@ type metrics struct {
 	upstream map[string]prometheus.Observer
 }
 
+// upstreamErrorKinds are the rules upstreamFailed sets; each server's
+// counters exist at zero from the start.
+var upstreamErrorKinds = []string{"upstream-error", "upstream-timeout", "wasm-trap", "cancelled", "upstream-unavailable"}
+
 type callKey struct{ server, tool, decision, gate, rule string }
 
 type callSeries struct {
@@ -91,6 +95,9 @@ func newMetrics(reg prometheus.Registerer, l *Loop) (*metrics, error) {
 	}
 	for name := range l.servers {
 		m.upstream[name] = m.upstreamSeconds.WithLabelValues(name)
+		for _, kind := range upstreamErrorKinds {
+			m.upstreamErrors.WithLabelValues(name, kind)
+		}
 	}
 	ledgerUp := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "bastion_gateway_ledger_up",
@@ -150,9 +157,10 @@ func (m *metrics) observe(o *outcome, lat time.Duration) {
 }
 
 // observeUpstream records one forwarded call's upstream time and, when it
-// failed, its kind (the outcome's rule, set by upstreamFailed).
+// failed, its kind (the outcome's rule, set by upstreamFailed). A call that
+// failed before it was sent (no session) has no upstream time.
 func (m *metrics) observeUpstream(o *outcome, took time.Duration, failed bool) {
-	if obs, ok := m.upstream[o.server]; ok {
+	if obs, ok := m.upstream[o.server]; ok && !o.upStart.IsZero() {
 		obs.Observe(took.Seconds())
 	}
 	if failed {
