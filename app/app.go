@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 
@@ -266,6 +267,10 @@ func (b *Base) Migrated(ctx context.Context) error {
 type App struct {
 	*Base
 	Service *review.Service
+	// Registry holds the process's metrics (app/metrics.go): the review
+	// service's and the engine's here; the gateway and the edge served
+	// with this App register on it too.
+	Registry *prometheus.Registry
 
 	engine  *Engine
 	started bool
@@ -279,7 +284,11 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	cfg = b.Config
-	a := &App{Base: b}
+	a := &App{Base: b, Registry: newRegistry()}
+	met, err := newReviewMetrics(a.Registry)
+	if err != nil {
+		return nil, fault.Wrap(err, fault.InternalError, "the review metrics could not be registered")
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -287,6 +296,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		}
 	}()
 	ecfg := EngineConfig{Guard: b.Guard, AllowPrivate: cfg.AllowPrivate, Chrome: cfg.Chrome, Logger: cfg.Logger}
+	ecfg.Engine.Observer = met
 	if cfg.Demo != nil {
 		ecfg.TrustSPKI = []string{cfg.Demo.SPKI}
 	}
@@ -294,8 +304,11 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	eng := a.engine
+	if err := registerPool(a.Registry, eng.pool); err != nil {
+		return nil, fault.Wrap(err, fault.InternalError, "the browser pool's metrics could not be registered")
+	}
 	auth := review.TargetPolicy{Guard: b.Guard, Targets: b.Targets, AllowPrivate: cfg.AllowPrivate}
-	deps := review.Deps{Store: b.Store, Engine: eng, Authorizer: auth, Logger: cfg.Logger}
+	deps := review.Deps{Store: b.Store, Engine: eng, Authorizer: auth, Logger: cfg.Logger, Metrics: met}
 	if b.PG != nil {
 		a.Service, err = review.New(deps, riverpgxv5.New(b.PG.Pool()), cfg.Review)
 	} else {

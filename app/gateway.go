@@ -75,8 +75,9 @@ type GatewayOptions struct {
 	Review       *App
 	ReviewConfig Config
 	// Registry receives the gateway's metrics; the edge serving the gateway
-	// registers its own on it too, so one /metrics shows both. Nil means a
-	// new registry (Gateway.Registry).
+	// registers its own on it too, so one /metrics shows both. Nil means
+	// Review's registry when Review is set, else a new one
+	// (Gateway.Registry).
 	Registry *prometheus.Registry
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -125,8 +126,15 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 		return nil, err
 	}
 	g := &Gateway{Paths: paths, Registry: o.Registry, cfg: cfg, log: log}
+	if g.Registry == nil && o.Review != nil {
+		g.Registry = o.Review.Registry
+	}
 	if g.Registry == nil {
-		g.Registry = prometheus.NewRegistry()
+		g.Registry = newRegistry()
+	}
+	onCommit, err := ledgerCommits(g.Registry)
+	if err != nil {
+		return nil, fault.Wrap(err, fault.InternalError, "the audit ledger's metrics could not be registered")
 	}
 	ok := false
 	defer func() {
@@ -139,6 +147,7 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 		CheckpointEvery:    cfg.Audit.CheckpointEvery,
 		CheckpointInterval: time.Duration(cfg.Audit.CheckpointInterval),
 		KeyFile:            cfg.Audit.KeyFile,
+		OnCommit:           onCommit,
 	})
 	if err != nil {
 		return nil, err

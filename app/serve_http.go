@@ -185,6 +185,8 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 			{Name: "browser", Check: a.engine.Ready},
 		},
 		Metadata: md,
+		// A registry of the edge's own (an App may serve more than one
+		// edge, in tests), gathered with the App's.
 		Registry: prometheus.NewRegistry(),
 		Logger:   a.Log,
 	}
@@ -194,6 +196,9 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 		o.Ready = append(o.Ready, g.ReadyChecks()...)
 		o.Registry = g.Registry
 		o.Rejected = g.EdgeRejected
+	}
+	if o.Registry != a.Registry {
+		o.Gatherer = prometheus.Gatherers{a.Registry, o.Registry}
 	}
 	e, err := edge.New(o, newServer)
 	if err != nil {

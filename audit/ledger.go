@@ -121,6 +121,11 @@ type Options struct {
 	RetryInterval time.Duration
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
+	// OnCommit, if set, is told of every group commit: how many records it
+	// held, how long their write and fsync took, and the write's error. It
+	// runs on the committing appender's path, under the ledger's I/O lock,
+	// so it must be quick (a metrics observation).
+	OnCommit func(records int, took time.Duration, err error)
 }
 
 func (o Options) withDefaults(dir string) Options {
@@ -618,7 +623,11 @@ func (l *Ledger) commit(b *batch) {
 			err = l.lastErr
 		}
 		if err == nil {
+			start := time.Now()
 			err = l.write(b.buf)
+			if l.opts.OnCommit != nil {
+				l.opts.OnCommit(b.n, time.Since(start), err)
+			}
 		}
 		if err == nil {
 			l.durableSeq, l.durableHash = b.lastSeq, b.lastHash

@@ -139,6 +139,19 @@ func (p *Pool) Launches() int {
 	return p.started
 }
 
+// Stats is a snapshot of the pool, for metrics.
+type Stats struct {
+	Slots    int // captures that may run at once
+	Busy     int // captures running now
+	Queued   int // captures waiting for a slot
+	Launches int // browser processes started; all but the first are restarts
+}
+
+// Stats reports the pool's size and use now.
+func (p *Pool) Stats() Stats {
+	return Stats{Slots: cap(p.sem), Busy: len(p.sem), Queued: int(p.queued.Load()), Launches: p.Launches()}
+}
+
 // BrowserPID returns the process id of the current browser, or 0 when none
 // runs.
 func (p *Pool) BrowserPID() int {

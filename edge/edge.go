@@ -158,6 +158,9 @@ type Options struct {
 	// Registry receives the edge's metrics and is what the admin handler
 	// serves. Nil means a private registry.
 	Registry *prometheus.Registry
+	// Gatherer, if set, is what the admin handler serves instead of
+	// Registry alone: the process's other metrics with Registry's.
+	Gatherer prometheus.Gatherer
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -278,12 +281,19 @@ func (o *Options) withDefaults() error {
 // listener, loopback-only unless configured otherwise (see CheckAdminBind).
 func (e *Edge) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(e.opts.Registry, promhttp.HandlerOpts{}))
+	var g prometheus.Gatherer = e.opts.Registry
+	if e.opts.Gatherer != nil {
+		g = e.opts.Gatherer
+	}
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	return mux
 }
 
 // ServeHTTP routes health, metadata and MCP requests.
-func (e *Edge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (e *Edge) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	route := routeOf(r.URL.Path, e.opts.Path, e.opts.Metadata != nil)
+	w := &statusWriter{ResponseWriter: rw}
+	defer e.metrics.request(route, w)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -365,6 +375,8 @@ func (e *Edge) serveGuarded(w http.ResponseWriter, r *http.Request) {
 	e.opts.Authenticate(next).ServeHTTP(held, r)
 	if !passed {
 		e.count(r, held.status, reasonAuth)
+		e.metrics.authFailed(held)
+		noteRejection(w, reasonAuth)
 		held.flush(w)
 	}
 }

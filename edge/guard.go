@@ -19,6 +19,13 @@ import (
 // reported like the edge's own.
 func (e *Edge) Guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, counted := w.(*statusWriter); !counted {
+			// Not under ServeHTTP (REST, which app mounts beside the edge):
+			// count it here, as the rest route.
+			sw := &statusWriter{ResponseWriter: w}
+			defer e.metrics.request(routeREST, sw)
+			w = sw
+		}
 		if reason := e.guard(r); reason != "" {
 			e.reject(w, r, reason)
 			return

@@ -61,6 +61,7 @@ var parseError = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"mess
 func (e *Edge) reject(w http.ResponseWriter, r *http.Request, reason rejection) {
 	status, body := reason.response()
 	e.count(r, status, reason)
+	noteRejection(w, reason)
 	h := w.Header()
 	switch reason {
 	case reasonMediaType, reasonTooLargeDecl, reasonTooLargeStream, reasonBodyTimeout, reasonBodyRead:

@@ -44,6 +44,7 @@ func (s *Service) Cancel(ctx context.Context, p principal.Principal, in *CancelP
 	switch res.Decision {
 	case store.CancelledBeforeStart:
 		out.UpstreamCancellation = UpstreamNotNeeded
+		s.met.JobFinished(string(j.Kind), string(store.Cancelled), string(store.CancelledBeforeStart))
 	case store.CancelRequested:
 		out.UpstreamCancellation = UpstreamRequested
 		s.signalCancel(p.Tenant(), j.ID)

@@ -73,6 +73,7 @@ type Deps struct {
 	Authorizer Authorizer
 	Clock      Clock        // nil means the system clock
 	Logger     *slog.Logger // nil discards
+	Metrics    Metrics      // nil observes nothing
 }
 
 // Options tunes the Service. The zero value of each field means its default.
@@ -160,6 +161,7 @@ type Service struct {
 	auth   Authorizer
 	clock  Clock
 	log    *slog.Logger
+	met    Metrics
 	opts   Options
 	queue  queue
 
@@ -194,8 +196,12 @@ func New[TTx any](deps Deps, driver riverdriver.Driver[TTx], opts Options) (*Ser
 		auth:    deps.Authorizer,
 		clock:   deps.Clock,
 		log:     deps.Logger,
+		met:     deps.Metrics,
 		opts:    opts,
 		running: map[string]context.CancelCauseFunc{},
+	}
+	if s.met == nil {
+		s.met = noMetrics{}
 	}
 	if s.clock == nil {
 		s.clock = systemClock{}

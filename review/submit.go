@@ -58,6 +58,9 @@ func (s *Service) Submit(ctx context.Context, p principal.Principal, in *SubmitP
 	if err != nil {
 		return nil, s.createError(err, msgSubmitFailed, "client_request_id was reused with different normalized arguments")
 	}
+	if !res.Reused {
+		s.met.JobSubmitted(string(store.KindReview))
+	}
 	return &SubmitResult{SchemaVersion: SchemaVersion, Job: s.jobView(res.Job, res.Reused), Budget: createBudget(res)}, nil
 }
 

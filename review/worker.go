@@ -85,6 +85,9 @@ func (s *Service) work(ctx context.Context, args jobArgs, attempt, maxAttempts i
 	if !j.CancelRequestedAt.IsZero() {
 		return s.finish(ctx, j, &store.JobFinishParams{State: store.Cancelled})
 	}
+	if attempt == 1 && !j.StartedAt.IsZero() {
+		s.met.QueueWait(j.StartedAt.Sub(j.CreatedAt))
+	}
 	if !s.now().Before(j.ExpiresAt) {
 		// Nobody can read the result any more; do not spend a capture on it.
 		return s.finish(ctx, j, &store.JobFinishParams{State: store.Failed, ErrorCode: store.SweepExpiredCode, ErrorMessage: store.SweepExpiredMessage})
@@ -141,6 +144,11 @@ func (s *Service) finish(ctx context.Context, j *store.Job, p *store.JobFinishPa
 	}
 	if !res.Applied {
 		s.log.Info("review: late outcome dropped", "job", j.ID, "state", res.Job.State, "proposed", p.State)
+		return nil
+	}
+	s.met.JobFinished(string(j.Kind), string(p.State), finishReason(p))
+	if p.State == store.Completed && j.Kind == store.KindReview {
+		s.countFindings(p.Result)
 	}
 	return nil
 }

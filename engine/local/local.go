@@ -70,6 +70,7 @@ type Options struct {
 	Concurrency int
 	Logger      *slog.Logger // nil means slog.Default()
 	Progress    Progress     // nil means none
+	Observer    Observer     // nil means none
 	// Timeout bounds a whole review or recheck; 0 means 3 minutes. It is
 	// the captures' only deadline: they get all of it but a reserve for
 	// judging (see judgeReserve), however long they wait for a tab.
@@ -106,6 +107,9 @@ func New(pool Capturer, proxy Sessions, guard Canonicalizer, opts Options) *Engi
 	if opts.Timeout <= 0 {
 		opts.Timeout = 3 * time.Minute
 	}
+	if opts.Observer == nil {
+		opts.Observer = noObserver{}
+	}
 	return &Engine{pool: pool, sessions: proxy, guard: guard, opts: opts}
 }
 
@@ -137,9 +141,13 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*design.Result
 			jobs = append(jobs, &shot{route: r, vp: vp})
 		}
 	}
+	captureStart := time.Now()
 	if err := e.captureAll(ctx, base, jobs); err != nil {
 		return nil, err
 	}
+	judgeStart := time.Now()
+	e.opts.Observer.Stage("capture", judgeStart.Sub(captureStart))
+	defer func() { e.opts.Observer.Stage("judge", time.Since(judgeStart)) }()
 
 	res := &design.Result{
 		Findings: []design.Finding{},
@@ -318,6 +326,7 @@ func (e *Engine) attempt(ctx context.Context, u string, j *shot) {
 	if j.err == nil && snap == nil {
 		j.err = fault.New(fault.JudgmentFailed, "the page could not be measured")
 	}
+	e.opts.Observer.Capture(captureOutcome(j.err))
 }
 
 // truncatedReason explains a partial measurement: the collector caps its

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -110,6 +111,7 @@ func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest
 		ctx = upstream.WithDownstream(ctx, d)
 		defer s.flight.add(d)()
 	}
+	o.upStart = time.Now()
 	res, err := conn.CallTool(ctx, up)
 	return l.finish(ctx, c, a, o, res, err)
 }
@@ -123,6 +125,7 @@ func (l *Loop) round(ctx context.Context, c *client, ss *mcp.ServerSession, m *u
 	d := &callDown{ss: ss, ctx: ctx}
 	ctx = upstream.WithDownstream(ctx, d)
 	defer l.servers[a.Server].flight.add(d)()
+	o.upStart = time.Now()
 	res, err := m.CallTool(ctx, up)
 	if err == nil && res != nil && res.InputRequests != nil {
 		res = &mcp.CallToolResult{Meta: res.Meta, InputRequests: res.InputRequests,
@@ -137,6 +140,7 @@ func (l *Loop) finish(ctx context.Context, c *client, a *gateway.CallArgs, o *ou
 	if err != nil {
 		return l.upstreamFailed(ctx, c, o, err)
 	}
+	l.met.observeUpstream(o, time.Since(o.upStart), false)
 	// The upstream's protocol keys (its serverInfo) describe its hop; the
 	// client's server sets its own.
 	if res == nil {
@@ -186,6 +190,7 @@ func (l *Loop) upstreamFailed(ctx context.Context, c *client, o *outcome, err er
 		}
 		o.decision, o.rule, o.reason = audit.UpstreamError, "upstream-unavailable", msg
 	}
+	l.met.observeUpstream(o, time.Since(o.upStart), true)
 	if rpc == nil {
 		return l.answer(ctx, c, o, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bastion error: " + o.reason}}}), nil
 	}

@@ -208,6 +208,8 @@ type serverState struct {
 	templates []*mcp.ResourceTemplate
 
 	flight inflight // client sessions with calls in flight, for log routing
+
+	drifted atomic.Int32 // tools whose definition differs from its pin, for metrics
 }
 
 // New connects every configured server (through deps.Dial), waits up to
@@ -414,6 +416,7 @@ func (l *Loop) listLocked(ctx context.Context, s *serverState) error {
 	if err != nil {
 		return fmt.Errorf("loop: server %s: pins: %w", s.name, err)
 	}
+	s.drifted.Store(int32(len(rep.Changed)))
 	if len(rep.Changed) > 0 || len(rep.Added) > 0 && rep.Pinned {
 		l.log.LogAttrs(ctx, slog.LevelWarn, "tool definitions differ from their pins; held until `bastion pin approve`",
 			slog.String("server", s.name), slog.Any("changed", rep.Changed), slog.Any("added", rep.Added))

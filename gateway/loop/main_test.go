@@ -300,14 +300,15 @@ func (b *bundle) counter(t *testing.T, server, tool, decision, gate string) floa
 	return b.metric(t, "bastion_gateway_calls_total", map[string]string{"server": server, "tool": tool, "decision": decision, "gate": gate})
 }
 
-// metric reads the counter or gauge name for one label set (0 when it has
-// no such series).
+// metric reads the counter or gauge name for the series matching want's
+// labels (others may differ), summed; 0 when it has no such series.
 func (b *bundle) metric(t *testing.T, name string, want map[string]string) float64 {
 	t.Helper()
 	mfs, err := b.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	sum := 0.0
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
@@ -315,15 +316,16 @@ func (b *bundle) metric(t *testing.T, name string, want map[string]string) float
 	next:
 		for _, m := range mf.GetMetric() {
 			for _, lp := range m.GetLabel() {
-				if want[lp.GetName()] != lp.GetValue() {
+				if v, ok := want[lp.GetName()]; ok && v != lp.GetValue() {
 					continue next
 				}
 			}
 			if g := m.GetGauge(); g != nil {
-				return g.GetValue()
+				sum += g.GetValue()
+				continue
 			}
-			return m.GetCounter().GetValue()
+			sum += m.GetCounter().GetValue()
 		}
 	}
-	return 0
+	return sum
 }

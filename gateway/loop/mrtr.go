@@ -195,6 +195,7 @@ func (l *Loop) bridged(ctx context.Context, c *client, ss *mcp.ServerSession, co
 	uctx = upstream.WithDownstream(uctx, d)
 	go func() {
 		defer cancel()
+		o.upStart = time.Now()
 		res, err := conn.CallTool(uctx, up)
 		close(b.fin)
 		res, err = l.finish(uctx, c, a, o, res, err)

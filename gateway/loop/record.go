@@ -27,6 +27,7 @@ type outcome struct {
 	args     []byte
 	result   []byte
 	start    time.Time
+	upStart  time.Time // when it was last sent to the upstream
 }
 
 // newOutcome starts the outcome of one governed request.
@@ -48,10 +49,12 @@ func (o *outcome) auditRule() string {
 // then denied without being forwarded (the outcome says so for metrics; no
 // record can be written).
 func (l *Loop) admit(ctx context.Context, c *client, o *outcome) bool {
+	t := time.Now()
 	r, err := l.ledger.Append(context.WithoutCancel(ctx), audit.Entry{
 		Principal: c.p, RequestID: o.id, Method: o.method, Server: o.server, Tool: o.name,
 		Decision: audit.Attempting, Rule: o.auditRule(), Args: o.args, Warnings: o.warnings,
 	})
+	l.met.ledgerAppend.Observe(time.Since(t).Seconds())
 	if err != nil {
 		o.decision, o.gate, o.rule, o.reason = audit.Denied, gateLedger, "unavailable", ReasonLedger
 		l.ledgerFailed(ctx, o, err)
@@ -73,7 +76,8 @@ const gateLedger = "ledger"
 // when the ledger refused, and the caller must then fail the request
 // closed.
 func (l *Loop) record(ctx context.Context, c *client, o *outcome) bool {
-	lat := time.Since(o.start)
+	t := time.Now()
+	lat := t.Sub(o.start)
 	_, err := l.ledger.Append(context.WithoutCancel(ctx), audit.Entry{
 		Principal: c.p,
 		RequestID: o.id,
@@ -89,6 +93,7 @@ func (l *Loop) record(ctx context.Context, c *client, o *outcome) bool {
 		Attempt:   o.attempt,
 		Warnings:  o.warnings,
 	})
+	l.met.ledgerAppend.Observe(time.Since(t).Seconds())
 	if o.method == "tools/call" {
 		l.met.observe(o, lat)
 	}
