@@ -453,7 +453,7 @@ func (e *Edge) serveStateful(w http.ResponseWriter, r *http.Request, p principal
 		}
 		slot := &serverSlot{srv: s.server}
 		slot.once.Do(func() {})
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &statusWriter{ResponseWriter: w}
 		e.stateful.ServeHTTP(rec, withSlot(r, slot))
 		if r.Method == http.MethodDelete && rec.status/100 == 2 {
 			e.sessions.remove(id)

@@ -127,7 +127,8 @@ func (m *metrics) authFailed(held *heldResponse) {
 }
 
 // statusWriter notes the status and the edge's rejection reason of a
-// response, for bastion_edge_requests_total. It passes Flush on and unwraps
+// response, for bastion_edge_requests_total (and for the stateful wire,
+// whether a DELETE ended its session). It passes Flush on and unwraps
 // (http.ResponseController), so streams work through it.
 type statusWriter struct {
 	http.ResponseWriter
@@ -150,12 +151,10 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 }
 
 func (s *statusWriter) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		if s.status == 0 {
-			s.status = http.StatusOK
-		}
-		f.Flush()
+	if s.status == 0 {
+		s.status = http.StatusOK
 	}
+	_ = http.NewResponseController(s.ResponseWriter).Flush()
 }
 
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

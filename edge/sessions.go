@@ -97,30 +97,6 @@ func hasSessions(srv *mcp.Server) bool {
 	return false
 }
 
-// statusRecorder remembers the status code written through it.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-func (r *statusRecorder) Flush() { _ = http.NewResponseController(r.ResponseWriter).Flush() }
-
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
 // sessionCapture calls onHeader with the response headers just before they
 // are sent, so a new session id is bound before the client can use it.
 type sessionCapture struct {
