@@ -2,6 +2,7 @@ package capture_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bastion-mcp/bastion/capture"
+	"github.com/bastion-mcp/bastion/internal/testenv"
 )
 
 // TestFindChromeVariable: the variable wins over PATH, its older name is
@@ -53,7 +55,7 @@ func TestFindChromeWithoutPath(t *testing.T) {
 		}
 	}
 	if installed == "" {
-		t.Skipf("no browser in any of %v", capture.ChromeLocations(runtime.GOOS, home))
+		testenv.Missing(t, fmt.Sprintf("a browser in one of %v", capture.ChromeLocations(runtime.GOOS, home)))
 	}
 	t.Setenv(capture.ChromeEnv, "")
 	t.Setenv(capture.ChromeEnvOld, "")
