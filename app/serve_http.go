@@ -134,7 +134,7 @@ type HTTP struct {
 }
 
 // NewHTTP composes the HTTP side of a over sc: MCP at sc.Path through the
-// edge with a fresh server per client (MCPServer), REST at /api/v1/ behind
+// edge with one server per principal (MCPServer, kept for its next clients), REST at /api/v1/ behind
 // the same verifier, /livez, /readyz (store and browser) and RFC 9728
 // metadata when sc.Resource is set. Personal access tokens are always
 // accepted; JWTs when sc.Issuer and sc.JWKSURL are set.
@@ -190,7 +190,8 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 		Registry: prometheus.NewRegistry(),
 		Logger:   a.Log,
 	}
-	newServer := func(_ context.Context, p principal.Principal) *mcp.Server { return a.MCPServer(p) }
+	servers := newPrincipalServers(a.MCPServer)
+	newServer := func(_ context.Context, p principal.Principal) *mcp.Server { return servers.For(p) }
 	if g != nil {
 		newServer = g.NewServer
 		o.Ready = append(o.Ready, g.ReadyChecks()...)

@@ -14,10 +14,12 @@
 //     X-Forwarded-* header is refused; no identity is ever read from them.
 //     This, Host and Origin are one Guard, which also wraps routes served
 //     beside the edge (the REST API).
-//   - MCP server instances are never shared between clients: newServer is
-//     called once per session on the stateful wire and once per request on the
-//     stateless wire, and a session answers only to the (tenant, principal id)
-//     that created it; anyone else gets the same 404 as an unknown session.
+//   - MCP server instances are never shared between principals: newServer is
+//     asked for the caller's server once per session on the stateful wire and
+//     once per request on the stateless wire (it may hand the same principal
+//     the same server again), and a session answers only to the (tenant,
+//     principal id) that created it; anyone else gets the same 404 as an
+//     unknown session.
 //   - The request body is read once, bounded in size and time, and checked to
 //     be JSON before routing; input is never echoed back.
 package edge
@@ -165,9 +167,10 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// NewServerFunc returns a fresh MCP server for one client: p is the
-// authenticated caller. It must not return a server shared with another
-// client.
+// NewServerFunc returns the MCP server for one client of p, the
+// authenticated caller. It may return a server it returned before for the
+// same principal (one server holds many sessions); it must never return one
+// it returned for another principal.
 type NewServerFunc func(ctx context.Context, p principal.Principal) *mcp.Server
 
 // Edge is the MCP edge handler. Create it with New.

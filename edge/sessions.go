@@ -13,7 +13,8 @@ import (
 const sessionHeader = "Mcp-Session-Id"
 
 // session is one stateful MCP session the edge has seen issued: its owner and
-// the server instance created for it.
+// the server instance that serves it (which may serve the owner's other
+// sessions too).
 type session struct {
 	owner  principal.Principal
 	server *mcp.Server
@@ -40,13 +41,30 @@ func (s *sessions) bind(id string, owner principal.Principal, srv *mcp.Server) {
 	defer s.mu.Unlock()
 	if now.Sub(s.lastSweep) > sweepEvery {
 		s.lastSweep = now
-		for k, v := range s.byID {
-			if now.Sub(v.bound) > sweepEvery && !hasSessions(v.server) {
-				delete(s.byID, k)
-			}
-		}
+		s.sweepLocked(now)
 	}
 	s.byID[id] = &session{owner: owner, server: srv, bound: now}
+}
+
+// sweepLocked forgets the ids of sessions their server no longer has. A
+// server may hold many sessions, so each is asked once for all its ids.
+func (s *sessions) sweepLocked(now time.Time) {
+	live := make(map[string]bool)
+	asked := make(map[*mcp.Server]bool)
+	for _, v := range s.byID {
+		if asked[v.server] {
+			continue
+		}
+		asked[v.server] = true
+		for ss := range v.server.Sessions() {
+			live[ss.ID()] = true
+		}
+	}
+	for k, v := range s.byID {
+		if now.Sub(v.bound) > sweepEvery && !live[k] {
+			delete(s.byID, k)
+		}
+	}
 }
 
 // lookup returns the session id names if p owns it. Another principal's
@@ -83,18 +101,13 @@ func (s *sessions) closeAll() {
 	all := s.byID
 	s.byID = make(map[string]*session)
 	s.mu.Unlock()
-	for _, v := range all {
+	for id, v := range all {
 		for ss := range v.server.Sessions() {
-			_ = ss.Close()
+			if ss.ID() == id {
+				_ = ss.Close()
+			}
 		}
 	}
-}
-
-func hasSessions(srv *mcp.Server) bool {
-	for range srv.Sessions() {
-		return true
-	}
-	return false
 }
 
 // sessionCapture calls onHeader with the response headers just before they

@@ -151,6 +151,12 @@ func (p Principal) Same(q Principal) bool {
 	return p.IsValid() && p.tenant == q.tenant && p.id == q.id
 }
 
+// Equal reports whether p and q are the same identity with the same scopes
+// and roles: whether one may stand in for the other in every decision.
+func (p Principal) Equal(q Principal) bool {
+	return p.Same(q) && slices.Equal(p.scopes, q.scopes) && slices.Equal(p.roles, q.roles)
+}
+
 // String returns "tenant/id" for logs.
 func (p Principal) String() string { return p.tenant + "/" + p.id }
 

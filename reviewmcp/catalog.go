@@ -40,11 +40,14 @@ type catalog struct {
 	tools   map[string]*toolSchema
 }
 
+// toolSchema is one tool's schemas, parsed once. They are served as parsed
+// values, not as the file's bytes: the SDK re-parses a schema given as
+// bytes on every AddTool to check its type, and the stateless wire adds the
+// tools once per request. TestCatalogMatchesLiveServer holds the served
+// schemas to the file's.
 type toolSchema struct {
 	name     string
-	input    json.RawMessage // served verbatim
-	output   json.RawMessage // served verbatim
-	in       *jsonschema.Schema
+	in, out  *jsonschema.Schema
 	resolved *jsonschema.Resolved
 }
 
@@ -64,7 +67,7 @@ func loadCatalog() (*catalog, error) {
 	}
 	c := &catalog{version: f.CatalogVersion, tools: map[string]*toolSchema{}}
 	for _, t := range f.Tools {
-		ts := &toolSchema{name: t.Name, input: t.InputSchema, output: t.OutputSchema}
+		ts := &toolSchema{name: t.Name}
 		if err := json.Unmarshal(t.InputSchema, &ts.in); err != nil || ts.in == nil {
 			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: inputSchema: %v", t.Name, err)
 		}
@@ -73,11 +76,10 @@ func loadCatalog() (*catalog, error) {
 			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: inputSchema: %w", t.Name, err)
 		}
 		ts.resolved = r
-		var out *jsonschema.Schema
-		if err := json.Unmarshal(t.OutputSchema, &out); err != nil || out == nil {
+		if err := json.Unmarshal(t.OutputSchema, &ts.out); err != nil || ts.out == nil {
 			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: outputSchema: %v", t.Name, err)
 		}
-		if _, err := out.Resolve(nil); err != nil {
+		if _, err := ts.out.Resolve(nil); err != nil {
 			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: outputSchema: %w", t.Name, err)
 		}
 		c.tools[t.Name] = ts

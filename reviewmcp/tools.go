@@ -110,8 +110,8 @@ func (a *adapter) tool(d toolDef) *mcp.Tool {
 		Title:        d.title,
 		Description:  d.description,
 		Annotations:  &ann,
-		InputSchema:  t.input,
-		OutputSchema: t.output,
+		InputSchema:  t.in,
+		OutputSchema: t.out,
 		Meta:         mcp.Meta{metaMetered: d.metered, metaProduct: "design-review"},
 	}
 }

@@ -1,7 +1,7 @@
 // Command mcpload is the remote edge's load benchmark: N concurrent MCP
 // clients call design_review_get on one existing job over Streamable HTTP
-// against the `bastion serve` composition (edge, PAT authentication, a fresh
-// MCP server per client, review.Service over SQLite), and the same number of
+// against the `bastion serve` composition (edge, PAT authentication, one MCP
+// server per principal, review.Service over SQLite), and the same number of
 // clients call a one-tool bare Go SDK server in the same run. It prints
 // requests/s and p50/p99 latency for both, per wire, and their ratio.
 //
