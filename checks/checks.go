@@ -286,6 +286,15 @@ func shown(e *Element) bool {
 	return !e.Invisible && !e.Animated && e.Box.W > 0 && e.Box.H > 0
 }
 
+// paintsText reports whether e is shown and its own text draws something:
+// a line box at a size above zero. Text set in font-size 0 (the idiom that
+// hides a label from sight but not from the accessibility tree, or a
+// navigation bar's titles on a phone) has characters but no ink, so no
+// check of how text reads may judge it.
+func paintsText(e *Element) bool {
+	return e.Text != nil && shown(e) && e.FontSize > 0 && len(e.Text.Rects) > 0
+}
+
 // group collects elements that share a defect, so one finding covers them.
 type group struct {
 	first *Element

@@ -769,6 +769,13 @@
       const mr = m.getBoundingClientRect();
       if (mr.width > 0 && mr.height > 0 && getComputedStyle(m).visibility === 'visible') { modal = m; break; }
     }
+    // Hit tests answer over the layout viewport. On a phone page that
+    // overflows sideways Chromium widens it to the content and makes it
+    // taller than the screen in proportion (innerHeight > vh), and the
+    // window then scrolls only to docH - innerHeight: text in the page's
+    // last innerHeight px never comes under the screen's top vh px, but it
+    // is under the layout viewport, where elementsFromPoint still answers.
+    const hitH = Math.max(vh, window.innerHeight);
     let cy = window.scrollY;
     for (const j of jobs) {
       if (j.x < 0 || j.x >= vw || j.y < 0 || j.y >= docH) continue;
@@ -777,7 +784,7 @@
         cy = window.scrollY;
       }
       const px = j.x - window.scrollX, py = j.y - cy;
-      if (px < 0 || px >= vw || py < 0 || py >= vh) continue;
+      if (px < 0 || px >= vw || py < 0 || py >= hitH) continue;
       if (j.kind === 'bg') {
         j.r.text.measured = true;
         const bg = stackBackground(j.r, hitRoot(nodeOf[j.r.i]).elementsFromPoint(px, py));

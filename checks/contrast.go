@@ -26,7 +26,7 @@ func (j *judge) contrast() {
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
 		t := e.Text
-		if t == nil || !shown(e) || !t.Measured || j.s.contrastExempt(e) {
+		if !paintsText(e) || !t.Measured || j.s.contrastExempt(e) {
 			continue
 		}
 		fg, ok := tokens.ParseColor(t.Color)

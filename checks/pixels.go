@@ -24,7 +24,8 @@ import (
 
 // Sampled is the background under a text's glyphs, read from two renders
 // of its first lines: as painted, and with the text's fill made transparent
-// (its shadows, decorations' absence and everything behind it stay). The
+// and its cast shadows dropped (a halo shadow, decorations' absence and
+// everything behind it stay; see sampleFn). The
 // pixels that differ are the glyphs; the second render at those pixels is
 // what they sit on. Bg and Worst are the backgrounds under the glyph pixel
 // of median and of 10th-percentile contrast with the text colour.
@@ -52,16 +53,41 @@ const glyphDelta = 6
 
 // sampleFn runs in the page on [json, nodes] from collect.js: "rects"
 // brings the element's first lines into view and returns their boxes in
-// page coordinates, "hide" makes its own text's fill transparent (its
-// element children keep theirs), "restore" undoes that.
+// page coordinates, "hide" makes its own text's fill transparent and drops
+// its cast shadows (its element children keep both), "restore" undoes that.
+//
+// A text-shadow is one of two things. A halo (no offset, or an offset
+// within half its blur; or offset copies on every side, an outline) rings
+// the glyphs, and the text is read against it: it stays in the bare render,
+// so it is the background judged. A cast shadow (a 1 px drop under a
+// header's links) sits beside the glyphs: it is no background, and left in
+// it would put its colour under every pixel the glyph and its shadow share.
 const sampleFn = `function (i, mode) {
   const e = this[1][i];
   if (!e || !e.isConnected) return '';
+  // halo keeps the layers of a computed text-shadow that ring the glyphs.
+  const halo = (v) => {
+    const layers = v.split(/,(?![^(]*\))/).map((l) => {
+      const [x = 0, y = 0, blur = 0] = (l.replace(/[a-z-]+\([^)]*\)/g, '').match(/-?[\d.]+px/g) || []).map(parseFloat);
+      return { l, x, y, blur };
+    });
+    const ring = (s) => Math.max(Math.abs(s.x), Math.abs(s.y)) <= s.blur / 2;
+    const cast = layers.filter((s) => !ring(s));
+    const outline = cast.some((s) => s.x < 0) && cast.some((s) => s.x > 0) && cast.some((s) => s.y < 0) && cast.some((s) => s.y > 0);
+    const kept = layers.filter((s) => outline || ring(s)).map((s) => s.l);
+    return kept.length ? kept.join(',') : 'none';
+  };
   if (mode === 'hide') {
     const saved = [];
     const put = (el, p, v) => { saved.push([el, p, el.style.getPropertyValue(p), el.style.getPropertyPriority(p)]); el.style.setProperty(p, v, 'important'); };
+    const kids = [...e.children].map((c) => [c, getComputedStyle(c).textShadow]);
     for (const p of ['-webkit-text-fill-color', 'text-decoration-color', '-webkit-text-stroke-color']) put(e, p, 'transparent');
-    for (const c of e.children) for (const p of ['-webkit-text-fill-color', 'text-decoration-color', '-webkit-text-stroke-color']) put(c, p, 'currentcolor');
+    const shadow = getComputedStyle(e).textShadow;
+    if (shadow && shadow !== 'none') put(e, 'text-shadow', halo(shadow));
+    for (const [c, cs] of kids) {
+      for (const p of ['-webkit-text-fill-color', 'text-decoration-color', '-webkit-text-stroke-color']) put(c, p, 'currentcolor');
+      put(c, 'text-shadow', cs);
+    }
     this[2] = saved;
     return 'ok';
   }

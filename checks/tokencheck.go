@@ -176,15 +176,28 @@ func (j *judge) offScaleSpacing() {
 }
 
 // spacingRhythm: in a run of four or more alike siblings stacked in a column
-// or a row, a gap that differs from the run's usual gap.
+// or a row, a gap that differs from the run's usual gap. Alike is the same
+// tag, class and kind of content (the tag and class of the first block
+// inside: DocBook wraps a title, an author group and a copyright line in one
+// bare <div> each, alike in markup only). The run is adjacent: a sibling
+// between two alike ones that takes space (a heading, an inline line, a
+// floated or moved box) ends it, since a gap measured across it is no
+// rhythm; one that takes none (hidden, positioned out of flow) is skipped.
 func (j *judge) spacingRhythm() {
 	children := map[int][]*Element{}
+	content := map[int]string{}
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
-		if e.Parent < 0 || !shown(e) || e.Fixed || e.InScroller || e.Float || e.Transform || e.Offset || e.Position == "absolute" || e.Position == "fixed" || strings.HasPrefix(e.Display, "inline") && e.Display != "inline-block" {
+		if e.Parent < 0 || !shown(e) || e.Position == "absolute" || e.Position == "fixed" {
 			continue
 		}
 		children[e.Parent] = append(children[e.Parent], e)
+		if _, ok := content[e.Parent]; !ok && !strings.HasPrefix(e.Display, "inline") {
+			content[e.Parent] = e.Tag + "." + e.Class
+		}
+	}
+	alike := func(a, b *Element) bool {
+		return rhythmItem(a) && rhythmItem(b) && a.Tag == b.Tag && a.Class == b.Class && content[a.Index] == content[b.Index]
 	}
 	parents := make([]int, 0, len(children))
 	for p := range children {
@@ -197,7 +210,7 @@ func (j *judge) spacingRhythm() {
 		for start := 0; start < len(kids); {
 			end := start + 1
 			col := false
-			for end < len(kids) && kids[end].Tag == kids[start].Tag && kids[end].Class == kids[start].Class {
+			for end < len(kids) && alike(kids[start], kids[end]) {
 				a, b := kids[end-1], kids[end]
 				isCol := math.Abs(a.Box.X-b.Box.X) <= 1 && math.Abs(a.Box.W-b.Box.W) <= 1 && b.Box.Y >= a.Box.Y+a.Box.H-0.5
 				isRow := math.Abs(a.Box.Y-b.Box.Y) <= 1 && b.Box.X >= a.Box.X+a.Box.W-0.5
@@ -222,6 +235,15 @@ func (j *judge) spacingRhythm() {
 			}
 		}
 	}
+}
+
+// rhythmItem reports whether e can be an item of a spacing run: a box in
+// the flow that its own margins place (not an inline piece of a line, nor a
+// box floated, transformed or nudged off its place, nor one in a fixed bar
+// or a scroller).
+func rhythmItem(e *Element) bool {
+	inline := strings.HasPrefix(e.Display, "inline") && e.Display != "inline-block"
+	return !inline && !e.Fixed && !e.InScroller && !e.Float && !e.Transform && !e.Offset
 }
 
 func (j *judge) rhythmRun(run []*Element, col bool, seen map[string]bool) {

@@ -129,7 +129,7 @@ func (j *judge) offScaleText() {
 	var g groups
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
-		if e.Text == nil || !shown(e) || e.OutOfScope != "" {
+		if !paintsText(e) || e.OutOfScope != "" {
 			continue
 		}
 		blame := e
@@ -174,7 +174,7 @@ type offSize struct {
 func (j *judge) typeScale() {
 	hasText := make([]bool, len(j.s.Elements))
 	for i := range j.s.Elements {
-		if j.s.Elements[i].Text != nil && shown(&j.s.Elements[i]) {
+		if paintsText(&j.s.Elements[i]) {
 			for p := i; p >= 0 && !hasText[p]; p = j.s.Elements[p].Parent {
 				hasText[p] = true
 			}
@@ -237,7 +237,7 @@ func (j *judge) smallText() {
 	seen := map[string]bool{}
 	for i := range j.s.Elements {
 		e := &j.s.Elements[i]
-		if e.Text == nil || !shown(e) || e.Text.Glyphs != "" || e.FontSize >= minMobileText-0.01 {
+		if !paintsText(e) || e.Text.Glyphs != "" || e.FontSize >= minMobileText-0.01 {
 			continue
 		}
 		blame := e

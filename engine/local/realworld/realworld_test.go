@@ -1,9 +1,10 @@
 // Package realworld_test reviews real documentation sites that Debian
 // packages install, end to end through engine/local, and scores the
 // findings against labels: a regression set the checks were tuned on
-// (TestRealWorld, testdata/labels.json) and a held-out set labelled blind
-// (TestHeldOut, testdata/heldout.json). It is a package of its own so that
-// its minutes of Chromium run beside engine/local's tests, not inside them.
+// (TestRealWorld, testdata/labels.json) and a set labelled blind as a
+// held-out one, then tuned on (TestHeldOut, testdata/heldout.json). It is a
+// package of its own so that its minutes of Chromium run beside
+// engine/local's tests, not inside them.
 package realworld_test
 
 import (
