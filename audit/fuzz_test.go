@@ -103,6 +103,13 @@ func FuzzRecordRoundTrip(f *testing.F) {
 		}
 		r.Hash = r.ComputeHash()
 		line := r.AppendCanonical(nil)
+		// Append's one-pass encoding agrees with hashing and encoding apart,
+		// after whatever the batch already holds.
+		s := r
+		s.Hash = ""
+		if sealed := s.appendSealed([]byte("earlier records\n")); string(sealed) != "earlier records\n"+string(line) || s.Hash != r.Hash {
+			t.Fatalf("appendSealed = %q (hash %s), want %q (hash %s)", sealed, s.Hash, line, r.Hash)
+		}
 		got, err := ParseRecord(line)
 		if err != nil {
 			t.Fatalf("ParseRecord(own encoding %q): %v", line, err)

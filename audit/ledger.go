@@ -488,9 +488,8 @@ func (l *Ledger) Append(ctx context.Context, e Entry) (Record, error) {
 		return Record{}, fault.Wrap(err, fault.Unavailable, "the audit ledger cannot record calls; the call was refused")
 	}
 	r.Seq, r.PrevHash, r.Time = l.seq+1, l.head, l.opts.Now().UTC()
-	r.Hash = r.ComputeHash()
 	b := l.cur
-	b.buf = append(r.AppendCanonical(b.buf), '\n')
+	b.buf = append(r.appendSealed(b.buf), '\n')
 	b.n++
 	b.lastSeq, b.lastHash = r.Seq, r.Hash
 	l.seq, l.head = r.Seq, r.Hash

@@ -89,17 +89,45 @@ func (r *Record) version() uint64 {
 
 // AppendCanonical appends r's canonical JSON encoding (with the hash field)
 // to b and returns the extended buffer.
-func (r *Record) AppendCanonical(b []byte) []byte { return r.appendJSON(b, true) }
+func (r *Record) AppendCanonical(b []byte) []byte {
+	b, _ = r.appendJSON(b, true)
+	return b
+}
 
 // ComputeHash returns the hash r should carry: hex SHA-256 over the canonical
 // encoding of r without its hash field. It ignores r.Hash.
 func (r *Record) ComputeHash() string {
 	var buf [512]byte
-	sum := sha256.Sum256(r.appendJSON(buf[:0], false))
+	enc, _ := r.appendJSON(buf[:0], false)
+	sum := sha256.Sum256(enc)
 	return hex.EncodeToString(sum[:])
 }
 
-func (r *Record) appendJSON(b []byte, withHash bool) []byte {
+// hashField is the length of `,"hash":"` + 64 hex digits + `"`.
+const hashField = len(`,"hash":""`) + 2*sha256.Size
+
+// appendSealed sets r.Hash and appends r's canonical encoding to b, encoding
+// r once: the encoding without the hash is what the hash covers, so it is
+// hashed where it was written and the hash field spliced in at its place.
+// Append does this under the ledger's mutex, where a second encoding would
+// hold every other appender up.
+func (r *Record) appendSealed(b []byte) []byte {
+	start := len(b)
+	b, at := r.appendJSON(b, false)
+	sum := sha256.Sum256(b[start:])
+	end := len(b)
+	b = append(b, make([]byte, hashField)...)
+	copy(b[at+hashField:], b[at:end])
+	n := copy(b[at:], `,"hash":"`)
+	hex.Encode(b[at+n:], sum[:])
+	b[at+hashField-1] = '"'
+	r.Hash = string(b[at+n : at+hashField-1])
+	return b
+}
+
+// appendJSON appends r's canonical encoding, with its hash field or
+// without, and returns where the hash field starts (or would).
+func (r *Record) appendJSON(b []byte, withHash bool) ([]byte, int) {
 	v := r.version()
 	b = append(b, `{"args_sha256":`...)
 	b = appendString(b, r.ArgsSHA256)
@@ -109,6 +137,7 @@ func (r *Record) appendJSON(b []byte, withHash bool) []byte {
 	}
 	b = append(b, `,"decision":`...)
 	b = appendString(b, string(r.Decision))
+	at := len(b)
 	if withHash {
 		b = append(b, `,"hash":`...)
 		b = appendString(b, r.Hash)
@@ -151,7 +180,7 @@ func (r *Record) appendJSON(b []byte, withHash bool) []byte {
 		}
 		b = append(b, ']')
 	}
-	return append(b, '}')
+	return append(b, '}'), at
 }
 
 const hexDigits = "0123456789abcdef"

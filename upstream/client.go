@@ -55,7 +55,9 @@ func (c *Conn) do(ctx context.Context, what string, fn func(ctx context.Context,
 	defer cancel()
 	d, _ := DownstreamFrom(ctx)
 	untrack := c.track(sess, d)
-	err := fn(ctx, sess)
+	sent, release := untilAnswered(ctx)
+	err := fn(sent, sess)
+	release(err == nil)
 	if err == nil {
 		// Still in flight for routing: the log messages and progress
 		// sent before the answer reach the caller's client before it.
@@ -88,6 +90,30 @@ func (c *Conn) do(ctx context.Context, what string, fn func(ctx context.Context,
 		cause = errors.Join(ErrTrapped, err)
 	}
 	return fault.Wrap(cause, fault.UpstreamUnavailable, "upstream %s failed during %s", c.spec.Name, what).WithNext(fault.Wait)
+}
+
+// drainGrace is how long a request's context outlives its answer, so the
+// transport can read the rest of the response (an SSE stream's end) and
+// keep the connection; a server that holds the stream open longer has it
+// cut then, as the call's own end would have cut it before.
+const drainGrace = 5 * time.Second
+
+// untilAnswered returns the context a request is sent under: it ends with
+// ctx while the request waits for its answer, but not when the caller ends
+// ctx after the answer came. Ending it then would abort the HTTP response
+// still being drained and close its connection (Go's transport cannot pool
+// a connection whose body was cut), so every call would risk a new dial.
+// release(answered) detaches it on an answer, else ends it at once.
+func untilAnswered(ctx context.Context) (context.Context, func(answered bool)) {
+	sent, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	return sent, func(answered bool) {
+		if answered && stop() {
+			time.AfterFunc(drainGrace, func() { cancel(nil) })
+			return
+		}
+		cancel(nil)
+	}
 }
 
 // Tools lists all of the upstream's tools, every page.

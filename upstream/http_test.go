@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,5 +171,40 @@ func TestHTTPUpstreamDialsThroughGuard(t *testing.T) {
 	}
 	if _, err := upstream.New(context.Background(), spec, upstream.Deps{}); err == nil {
 		t.Error("an HTTP upstream without a guard was accepted")
+	}
+}
+
+// TestHTTPUpstreamReusesConnections: every call ends its own context as
+// soon as it has its answer (the gateway's per-call deadline), and that
+// must not cut the response stream the transport is still draining, or the
+// connection is closed and the next call dials (and the guard checks) a new
+// one. Sequential calls need the session's stream and one connection for
+// the calls; a few more appear when a call starts before the previous
+// stream is drained, and then stay pooled.
+func TestHTTPUpstreamReusesConnections(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return testmcp.New(testmcp.Options{}) },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
+	var dialed atomic.Int64
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dialed.Add(1)
+		}
+	}
+	up.Start()
+	t.Cleanup(up.Close)
+	c := open(t, upstream.Spec{Name: "pooled", Kind: upstream.HTTP, URL: upstreamURL(up, "/mcp")}, upstream.Deps{Guard: guardFor(t, up, true)})
+	before := dialed.Load()
+	const calls, most = 200, 4
+	for i := range calls {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := call(ctx, t, c, "echo", map[string]any{"text": strconv.Itoa(i)})
+		cancel()
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if n := dialed.Load() - before; n > most {
+		t.Errorf("%d calls opened %d connections to the upstream, want at most %d", calls, n, most)
 	}
 }
