@@ -101,11 +101,15 @@ func (s *sessions) closeAll() {
 	all := s.byID
 	s.byID = make(map[string]*session)
 	s.mu.Unlock()
-	for id, v := range all {
+	// A server may hold many of these sessions: close each server's once.
+	closed := make(map[*mcp.Server]bool)
+	for _, v := range all {
+		if closed[v.server] {
+			continue
+		}
+		closed[v.server] = true
 		for ss := range v.server.Sessions() {
-			if ss.ID() == id {
-				_ = ss.Close()
-			}
+			_ = ss.Close()
 		}
 	}
 }
