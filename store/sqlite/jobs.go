@@ -30,9 +30,13 @@ type querier interface {
 }
 
 // driver is store.Driver on one SQLite file. Every write transaction begins
-// IMMEDIATE (the DSN's _txlock), so writers are serialized by the database
-// and ForUpdate needs no SQL; reads go to the pool.
-type driver struct{ db *sql.DB }
+// IMMEDIATE (the DSN's _txlock) on db, so writers are serialized by the
+// database and ForUpdate needs no SQL; reads outside a transaction go to rd,
+// the query-only pool, and never queue behind a writer.
+type driver struct {
+	db *sql.DB
+	rd *stmtCache
+}
 
 func (d driver) Begin(ctx context.Context, _ string) (store.ExecutorTx, error) {
 	tx, err := d.db.BeginTx(ctx, nil)
@@ -43,12 +47,12 @@ func (d driver) Begin(ctx context.Context, _ string) (store.ExecutorTx, error) {
 }
 
 func (d driver) Read(_ context.Context, _ string, fn func(store.Executor) error) error {
-	return fn(executor{q: d.db})
+	return fn(executor{q: d.rd})
 }
 
 // TenantList names every tenant with a ledger row, a job or a recheck event.
 func (d driver) TenantList(ctx context.Context) ([]string, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT tenant_id FROM tenant_balances UNION SELECT tenant_id FROM jobs
+	rows, err := d.rd.QueryContext(ctx, `SELECT tenant_id FROM tenant_balances UNION SELECT tenant_id FROM jobs
 		UNION SELECT tenant_id FROM recheck_events ORDER BY tenant_id`)
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: tenants: %w", err)

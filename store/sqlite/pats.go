@@ -21,7 +21,7 @@ const patColumns = `tenant_id, pat_id, name, scopes, hash, created_at, expires_a
 // step around, and hash is unique across tenants.
 func (d driver) PATLookup(ctx context.Context, hash [32]byte) (string, string, error) {
 	var tenant, id string
-	err := d.db.QueryRowContext(ctx, `SELECT tenant_id, pat_id FROM pats WHERE hash = ?`, hash[:]).Scan(&tenant, &id)
+	err := d.rd.QueryRowContext(ctx, `SELECT tenant_id, pat_id FROM pats WHERE hash = ?`, hash[:]).Scan(&tenant, &id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", store.ErrNotFound
 	}

@@ -6,9 +6,11 @@
 // files, each applied once in order; a file changed after it was applied makes
 // Open fail, and a newer migration id already in the database (written by a
 // newer binary) is tolerated. Every write transaction begins IMMEDIATE and the
-// pool holds one connection, so writers in one process queue in Go and writers
-// in several processes queue on SQLite's busy timeout instead of failing with
-// SQLITE_BUSY.
+// writer pool holds one connection, so writers in one process queue in Go and
+// writers in several processes queue on SQLite's busy timeout instead of
+// failing with SQLITE_BUSY. Reads outside a transaction use a separate
+// query-only pool (WAL readers see the last commit and never wait for the
+// writer), with each statement prepared once.
 //
 // Limits: SQLite allows one writer at a time; this adapter is for one machine.
 // Beyond that, use the Postgres adapter.
@@ -62,8 +64,9 @@ type DB struct {
 	store.Jobs
 	store.Targets
 	store.PATs
-	db   *sql.DB
-	migs fs.FS // the migrations this binary carries
+	db   *sql.DB    // the writer: one connection, shared with River
+	rd   *stmtCache // the query-only readers
+	migs fs.FS      // the migrations this binary carries
 }
 
 // DefaultDataDir returns bastion's data directory: $XDG_DATA_HOME/bastion, or
@@ -211,8 +214,13 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("store/sqlite: river migrations: %w", err)
 	}
-	d := driver{db: db}
-	return &DB{Jobs: store.Jobs{Driver: d}, Targets: store.Targets{Driver: d}, PATs: store.PATs{Driver: d}, db: db, migs: migs}, nil
+	rdb, err := openReaders(ctx, path, busy)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	d := driver{db: db, rd: &stmtCache{db: rdb}}
+	return &DB{Jobs: store.Jobs{Driver: d}, Targets: store.Targets{Driver: d}, PATs: store.PATs{Driver: d}, db: db, rd: d.rd, migs: migs}, nil
 }
 
 // Migrated reports whether every migration this binary carries is applied
@@ -246,8 +254,8 @@ func (s *DB) Migrated(ctx context.Context) error {
 // connection is shared: never hold a transaction on it while calling the store.
 func (s *DB) SQL() *sql.DB { return s.db }
 
-// Close closes the database.
-func (s *DB) Close() error { return s.db.Close() }
+// Close closes the readers and the writer.
+func (s *DB) Close() error { return errors.Join(s.rd.Close(), s.db.Close()) }
 
 // migrate applies pending migrations in one transaction (IMMEDIATE, so two
 // processes opening at once apply them once).
