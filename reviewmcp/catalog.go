@@ -49,6 +49,7 @@ type toolSchema struct {
 	name     string
 	in, out  *jsonschema.Schema
 	resolved *jsonschema.Resolved
+	walk     walker // over in
 }
 
 // sharedCatalog returns the process's one parse of the embedded catalog.
@@ -76,6 +77,9 @@ func loadCatalog() (*catalog, error) {
 			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: inputSchema: %w", t.Name, err)
 		}
 		ts.resolved = r
+		if ts.walk, err = newWalker(ts.in); err != nil {
+			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: inputSchema: %w", t.Name, err)
+		}
 		if err := json.Unmarshal(t.OutputSchema, &ts.out); err != nil || ts.out == nil {
 			return nil, fmt.Errorf("schemas/mcp-tools.json: %s: outputSchema: %v", t.Name, err)
 		}

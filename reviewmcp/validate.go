@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -31,7 +32,7 @@ func (t *toolSchema) validate(raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if msg := check("", t.in, inst); msg != "" {
+	if msg := t.walk.check("", t.in, inst); msg != "" {
 		return fault.New(fault.InvalidArgument, "%s", msg)
 	}
 	if err := t.resolved.Validate(inst); err != nil {
@@ -54,9 +55,44 @@ func parseArguments(raw json.RawMessage) (any, error) {
 	return v, nil
 }
 
+// walker checks arguments against the keywords bastion's input schemas use.
+// Its patterns are compiled once, when the catalog loads: validation runs on
+// every call, and the stateless wire makes every call a fresh server.
+type walker struct {
+	patterns map[string]*regexp.Regexp
+}
+
+// newWalker compiles every pattern in s and its subschemas.
+func newWalker(s *jsonschema.Schema) (walker, error) {
+	w := walker{patterns: map[string]*regexp.Regexp{}}
+	var visit func(*jsonschema.Schema) error
+	visit = func(s *jsonschema.Schema) error {
+		if s == nil {
+			return nil
+		}
+		if s.Pattern != "" {
+			re, err := regexp.Compile(s.Pattern)
+			if err != nil {
+				return fmt.Errorf("pattern %q: %w", s.Pattern, err)
+			}
+			w.patterns[s.Pattern] = re
+		}
+		for _, p := range s.Properties {
+			if err := visit(p); err != nil {
+				return err
+			}
+		}
+		if err := visit(s.Items); err != nil {
+			return err
+		}
+		return visit(s.AdditionalProperties)
+	}
+	return w, visit(s)
+}
+
 // check returns the first violation of s by v at path, as "path: rule", or
 // "".
-func check(path string, s *jsonschema.Schema, v any) string {
+func (w walker) check(path string, s *jsonschema.Schema, v any) string {
 	if s == nil {
 		return ""
 	}
@@ -80,8 +116,8 @@ func check(path string, s *jsonschema.Schema, v any) string {
 			return fmt.Sprintf("%s: must be at most %d character(s) long", at, *s.MaxLength)
 		}
 		if s.Pattern != "" {
-			re, err := regexp.Compile(s.Pattern)
-			if err != nil || !re.MatchString(x) {
+			re := w.patterns[s.Pattern]
+			if re == nil || !re.MatchString(x) {
 				return at + ": " + patternRule(s.Pattern)
 			}
 		}
@@ -93,7 +129,7 @@ func check(path string, s *jsonschema.Schema, v any) string {
 			return fmt.Sprintf("%s: must have at most %d item(s)", at, *s.MaxItems)
 		}
 		for i, e := range x {
-			if msg := check(path+"["+strconv.Itoa(i)+"]", s.Items, e); msg != "" {
+			if msg := w.check(path+"["+strconv.Itoa(i)+"]", s.Items, e); msg != "" {
 				return msg
 			}
 		}
@@ -111,7 +147,7 @@ func check(path string, s *jsonschema.Schema, v any) string {
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if msg := check(join(path, k), s.Properties[k], x[k]); msg != "" {
+			if msg := w.check(join(path, k), s.Properties[k], x[k]); msg != "" {
 				return msg
 			}
 		}
@@ -120,10 +156,14 @@ func check(path string, s *jsonschema.Schema, v any) string {
 }
 
 // isFalse reports whether s is the schema false, which jsonschema-go
-// unmarshals as {"not": {}}.
+// unmarshals as {"not": {}}: a schema whose only keyword is an empty "not".
 func isFalse(s *jsonschema.Schema) bool {
-	b, err := json.Marshal(s)
-	return err == nil && (string(b) == "false" || string(b) == `{"not":{}}`)
+	if s.Not == nil || !reflect.ValueOf(*s.Not).IsZero() {
+		return false
+	}
+	rest := *s
+	rest.Not = nil
+	return reflect.ValueOf(rest).IsZero()
 }
 
 func hasType(v any, typ string) bool {
@@ -155,6 +195,10 @@ func article(typ string) string {
 }
 
 func jsonEqual(a, b any) bool {
+	if x, ok := a.(string); ok { // every enum bastion's schemas declare
+		y, ok := b.(string)
+		return ok && x == y
+	}
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)

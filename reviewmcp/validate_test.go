@@ -38,7 +38,7 @@ func FuzzValidate(f *testing.F) {
 				}
 				continue
 			}
-			walker := check("", ts.in, inst)
+			walker := ts.walk.check("", ts.in, inst)
 			lib := ts.resolved.Validate(inst)
 			if (walker == "") != (lib == nil) {
 				t.Fatalf("%s: walker %q, jsonschema-go %v, on %q", name, walker, lib, raw)
