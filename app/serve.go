@@ -9,6 +9,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/reviewmcp"
+	"github.com/bastion-mcp/bastion/tracing"
 )
 
 // StopGrace bounds a graceful stop: running jobs get this long to finish
@@ -19,7 +20,11 @@ const StopGrace = 5 * time.Second
 // MCPServer returns the design-review MCP server over the App's service for
 // one principal: every call is made as p.
 func (a *App) MCPServer(p principal.Principal) *mcp.Server {
-	return reviewmcp.NewServer(a.Service, a.mcpOptions(p))
+	srv := reviewmcp.NewServer(a.Service, a.mcpOptions(p))
+	if a.Config.Tracing.Enabled() {
+		srv.AddReceivingMiddleware(tracing.MCPMiddleware)
+	}
+	return srv
 }
 
 // mcpToolHandler returns the tools of MCPServer(p) as one handler, for the
