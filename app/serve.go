@@ -30,7 +30,18 @@ func (a *App) MCPServer(p principal.Principal) *mcp.Server {
 // mcpToolHandler returns the tools of MCPServer(p) as one handler, for the
 // gateway to call in process without a session.
 func (a *App) mcpToolHandler(p principal.Principal) mcp.ToolHandler {
-	return reviewmcp.NewToolHandler(a.Service, a.mcpOptions(p))
+	h := reviewmcp.NewToolHandler(a.Service, a.mcpOptions(p))
+	if !a.Config.Tracing.Enabled() {
+		return h
+	}
+	// Called without a session, the call passes no middleware: it joins
+	// the gateway's trace from the traceparent the gateway put in _meta.
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req != nil && req.Params != nil {
+			ctx = tracing.FromMeta(ctx, req.Params.Meta)
+		}
+		return h(ctx, req)
+	}
 }
 
 // mcpOptions makes the design-review server act for p alone.

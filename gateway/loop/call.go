@@ -19,6 +19,7 @@ import (
 	"github.com/bastion-mcp/bastion/gateway"
 	"github.com/bastion-mcp/bastion/gateway/approval"
 	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/tracing"
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
@@ -115,6 +116,9 @@ func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest
 	}
 	o.upStart = time.Now()
 	uctx, uspan := l.startSpan(ctx, spanUpstream)
+	if uspan != nil {
+		up.Meta = tracing.WithMeta(uctx, up.Meta)
+	}
 	res, err := conn.CallTool(uctx, up)
 	endSpan(uspan, err)
 	return l.finish(ctx, c, a, o, res, err)
@@ -131,6 +135,9 @@ func (l *Loop) round(ctx context.Context, c *client, ss *mcp.ServerSession, m *u
 	defer l.servers[a.Server].flight.add(d)()
 	o.upStart = time.Now()
 	uctx, uspan := l.startSpan(ctx, spanUpstream)
+	if uspan != nil {
+		up.Meta = tracing.WithMeta(uctx, up.Meta)
+	}
 	res, err := m.CallTool(uctx, up)
 	endSpan(uspan, err)
 	if err == nil && res != nil && res.InputRequests != nil {
