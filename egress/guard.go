@@ -61,10 +61,12 @@ type Policy struct {
 	// a production composition.
 	UnsafeDialOverride map[netip.AddrPort]netip.AddrPort
 	// Refused, if non-nil, is told the code of every refusal the guard
-	// itself makes (URL_NOT_ALLOWED, DNS_TARGET_PROHIBITED) when it
-	// resolves and classifies a URL's host or dials, for the operator's
-	// bastion_egress_blocks_total. A resolver outage or an unreachable host
-	// is not a refusal. It must be cheap and safe for concurrent use.
+	// makes (URL_NOT_ALLOWED, DNS_TARGET_PROHIBITED) once it resolves and
+	// classifies a URL's host, and at dial time (every request of the
+	// browser), for the operator's bastion_egress_blocks_total. A URL
+	// refused for its spelling before any lookup (Canonicalize) is the
+	// caller's input, not counted; nor is a resolver outage or an
+	// unreachable host. It must be cheap and safe for concurrent use.
 	Refused func(code fault.Code)
 }
 
