@@ -46,6 +46,7 @@ import (
 	"github.com/bastion-mcp/bastion/store/postgres"
 	"github.com/bastion-mcp/bastion/store/sqlite"
 	"github.com/bastion-mcp/bastion/targets"
+	"github.com/bastion-mcp/bastion/tracing"
 )
 
 // Config is what a command decides about the composition. The zero value
@@ -79,6 +80,14 @@ type Config struct {
 	// UnsafeAllowOwnerRole lets the serving role own the tables, which makes
 	// row-level security decorative. Development on a one-user database only.
 	UnsafeAllowOwnerRole bool
+
+	// Tracing is the process's tracing (tracing.New); nil means off. The
+	// command that made it shuts it down: the App only starts spans with it.
+	Tracing *tracing.Provider
+
+	// egressRefused is the guard's Refused hook, set by Open to count
+	// refusals on the App's registry.
+	egressRefused func(fault.Code)
 }
 
 // Store is everything the composition keeps: jobs, targets and personal
@@ -204,7 +213,7 @@ func postgresOpenError(err error) error {
 // finish builds the guard and the registry over the open store.
 func (b *Base) finish(ctx context.Context, cfg Config) (*Base, error) {
 	b.Config = cfg
-	policy := egress.Policy{AllowPrivate: cfg.AllowPrivate, Logger: cfg.Logger}
+	policy := egress.Policy{AllowPrivate: cfg.AllowPrivate, Logger: cfg.Logger, Refused: cfg.egressRefused}
 	var resolver egress.Resolver = net.DefaultResolver
 	if d := cfg.Demo; d != nil {
 		resolver = egress.StaticResolver{d.Host: {d.StubAddr}}.Over(resolver)
@@ -279,12 +288,21 @@ type App struct {
 // Open builds the whole composition. It fails with a typed error when the
 // store cannot be opened or no browser is installed.
 func Open(ctx context.Context, cfg Config) (*App, error) {
+	reg := newRegistry()
+	refused, err := egressBlocks(reg)
+	if err != nil {
+		return nil, fault.Wrap(err, fault.InternalError, "the egress metrics could not be registered")
+	}
+	if _, err := jwksFetches(reg); err != nil {
+		return nil, fault.Wrap(err, fault.InternalError, "the JWKS metrics could not be registered")
+	}
+	cfg.egressRefused = refused
 	b, err := OpenBase(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	cfg = b.Config
-	a := &App{Base: b, Registry: newRegistry()}
+	a := &App{Base: b, Registry: reg}
 	met, err := newReviewMetrics(a.Registry)
 	if err != nil {
 		return nil, fault.Wrap(err, fault.InternalError, "the review metrics could not be registered")
@@ -297,6 +315,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	}()
 	ecfg := EngineConfig{Guard: b.Guard, AllowPrivate: cfg.AllowPrivate, Chrome: cfg.Chrome, Logger: cfg.Logger}
 	ecfg.Engine.Observer = met
+	ecfg.Engine.Tracer = cfg.Tracing.Tracer()
 	if cfg.Demo != nil {
 		ecfg.TrustSPKI = []string{cfg.Demo.SPKI}
 	}
@@ -308,7 +327,7 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fault.Wrap(err, fault.InternalError, "the browser pool's metrics could not be registered")
 	}
 	auth := review.TargetPolicy{Guard: b.Guard, Targets: b.Targets, AllowPrivate: cfg.AllowPrivate}
-	deps := review.Deps{Store: b.Store, Engine: eng, Authorizer: auth, Logger: cfg.Logger, Metrics: met}
+	deps := review.Deps{Store: b.Store, Engine: eng, Authorizer: auth, Logger: cfg.Logger, Metrics: met, Tracer: cfg.Tracing.Tracer()}
 	if b.PG != nil {
 		a.Service, err = review.New(deps, riverpgxv5.New(b.PG.Pool()), cfg.Review)
 	} else {

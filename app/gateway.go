@@ -28,6 +28,7 @@ import (
 	"github.com/bastion-mcp/bastion/gateway/loop"
 	"github.com/bastion-mcp/bastion/gateway/pin"
 	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/tracing"
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
@@ -83,6 +84,10 @@ type GatewayOptions struct {
 	Logger *slog.Logger
 	// Version is the gateway's serverInfo version.
 	Version string
+	// Tracing is the process's tracing; nil means Review's, else
+	// ReviewConfig's, else off. The gateway and the review App it opens
+	// share it.
+	Tracing *tracing.Provider
 }
 
 // Gateway is the composed governing gateway: the loop over every configured
@@ -95,9 +100,10 @@ type Gateway struct {
 	Paths    GatewayPaths
 	Registry *prometheus.Registry
 
-	cfg    *config.File
-	log    *slog.Logger
-	review *App // opened by OpenGateway, closed by Close; nil otherwise
+	cfg     *config.File
+	log     *slog.Logger
+	tracing *tracing.Provider // or nil: off
+	review  *App              // opened by OpenGateway, closed by Close; nil otherwise
 }
 
 // listerPrincipal is the identity of the one review session the loop shares
@@ -125,7 +131,13 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{Paths: paths, Registry: o.Registry, cfg: cfg, log: log}
+	g := &Gateway{Paths: paths, Registry: o.Registry, cfg: cfg, log: log, tracing: o.Tracing}
+	if g.tracing == nil && o.Review != nil {
+		g.tracing = o.Review.Config.Tracing
+	}
+	if g.tracing == nil {
+		g.tracing = o.ReviewConfig.Tracing
+	}
 	if g.Registry == nil && o.Review != nil {
 		g.Registry = o.Review.Registry
 	}
@@ -166,6 +178,9 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 				if rc.Logger == nil {
 					rc.Logger = log
 				}
+				if rc.Tracing == nil {
+					rc.Tracing = g.tracing
+				}
 				if g.review, err = Open(ctx, rc); err != nil {
 					return nil, err
 				}
@@ -180,7 +195,11 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 		perPrincipal[name] = loop.PrincipalServer{Connect: connect, Call: a.mcpToolHandler}
 	}
 
-	guard := egress.NewGuard(egress.Policy{Logger: log}, net.DefaultResolver)
+	refused, err := egressBlocks(g.Registry)
+	if err != nil {
+		return nil, fault.Wrap(err, fault.InternalError, "the egress metrics could not be registered")
+	}
+	guard := egress.NewGuard(egress.Policy{Logger: log, Refused: refused}, net.DefaultResolver)
 	g.Loop, err = loop.New(ctx, cfg, loop.Deps{
 		Dial:         loop.StandardDialer(cfg, upstream.Deps{Logger: log, Guard: guard}, shared),
 		ForPrincipal: perPrincipal,
@@ -190,6 +209,7 @@ func OpenGateway(ctx context.Context, cfg *config.File, o GatewayOptions) (*Gate
 		Metrics:      g.Registry,
 		Logger:       log,
 		Version:      o.Version,
+		Tracer:       g.tracing.Tracer(),
 	})
 	if err != nil {
 		return nil, err
@@ -233,7 +253,19 @@ func (g *Gateway) ReadyChecks() []edge.Check {
 // NewServer returns a fresh gateway server for one client acting as p; it
 // is an edge.NewServerFunc.
 func (g *Gateway) NewServer(ctx context.Context, p principal.Principal) *mcp.Server {
-	return g.Loop.NewServer(ctx, p)
+	srv := g.Loop.NewServer(ctx, p)
+	if g.tracing.Enabled() {
+		// Added last, it runs first: each request joins its HTTP request's
+		// trace before the loop's own middleware sees it.
+		srv.AddReceivingMiddleware(tracing.MCPMiddleware)
+	}
+	return srv
+}
+
+// TraceHTTP serves h, the edge e serving this gateway, with a span per
+// request when the gateway traces (app.TraceHTTP).
+func (g *Gateway) TraceHTTP(e *edge.Edge, h http.Handler) http.Handler {
+	return TraceHTTP(g.tracing, e, h)
 }
 
 // EdgeRejected appends one ledger record for a request the HTTP edge

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/tracing"
 )
 
 // LogFormats are the values of --log-format: slog's TextHandler
@@ -15,7 +16,9 @@ import (
 var LogFormats = []string{"text", "json"}
 
 // NewLogger returns the logger every command writes to w: format is one of
-// LogFormats ("" means text) and level the least level written.
+// LogFormats ("" means text) and level the least level written. A record
+// logged inside a span carries its trace_id and span_id
+// (tracing.NewLogHandler).
 //
 // It is quiet by default: what the libraries bastion embeds say at INFO
 // about their own routine (River's migrations and client start and stop on
@@ -34,7 +37,7 @@ func NewLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, erro
 	default:
 		return nil, fault.New(fault.InvalidArgument, "unknown --log-format %q (want text or json)", format)
 	}
-	return slog.New(quiet{h}), nil
+	return slog.New(quiet{tracing.NewLogHandler(h)}), nil
 }
 
 // ParseLogLevel parses --log-level: debug, info, warn or error.

@@ -7,8 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/bastion-mcp/bastion/auth"
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/design"
+	"github.com/bastion-mcp/bastion/fault"
 )
 
 // newRegistry is the process's one metrics registry, with the Go runtime's
@@ -164,4 +166,46 @@ func ledgerCommits(reg prometheus.Registerer) (func(int, time.Duration, error), 
 		size.Observe(float64(n))
 		took.Observe(d.Seconds())
 	}, nil
+}
+
+// egressBlocks returns the egress guards' Refused hook over reg:
+// bastion_egress_blocks_total by the refusal's code, every code at zero
+// from the start. Every guard of the process (the browser's, HTTP
+// upstreams', JWKS, the collector's) counts here.
+func egressBlocks(reg prometheus.Registerer) (func(fault.Code), error) {
+	c, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bastion_egress_blocks_total",
+		Help: "Connections and URLs the egress guard refused, by code (URL_NOT_ALLOWED, DNS_TARGET_PROHIBITED).",
+	}, []string{"code"}))
+	if err != nil {
+		return nil, err
+	}
+	children := map[fault.Code]prometheus.Counter{}
+	for _, code := range []fault.Code{fault.URLNotAllowed, fault.DNSTargetProhibited} {
+		children[code] = c.WithLabelValues(string(code))
+	}
+	return func(code fault.Code) {
+		if ch, ok := children[code]; ok {
+			ch.Inc()
+			return
+		}
+		c.WithLabelValues(string(code)).Inc()
+	}, nil
+}
+
+// jwksFetches returns the JWT verifier's OnFetch hook over reg:
+// bastion_auth_jwks_fetches_total by outcome, every outcome at zero from
+// the start (so the family is there without an issuer configured).
+func jwksFetches(reg prometheus.Registerer) (func(string), error) {
+	c, err := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bastion_auth_jwks_fetches_total",
+		Help: "JWKS fetches of the OAuth issuer's keys, by outcome (ok, unreachable, bad_status, invalid).",
+	}, []string{"outcome"}))
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range auth.FetchOutcomes {
+		c.WithLabelValues(o)
+	}
+	return func(outcome string) { c.WithLabelValues(outcome).Inc() }, nil
 }

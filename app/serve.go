@@ -9,6 +9,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/reviewmcp"
+	"github.com/bastion-mcp/bastion/tracing"
 )
 
 // StopGrace bounds a graceful stop: running jobs get this long to finish
@@ -19,13 +20,28 @@ const StopGrace = 5 * time.Second
 // MCPServer returns the design-review MCP server over the App's service for
 // one principal: every call is made as p.
 func (a *App) MCPServer(p principal.Principal) *mcp.Server {
-	return reviewmcp.NewServer(a.Service, a.mcpOptions(p))
+	srv := reviewmcp.NewServer(a.Service, a.mcpOptions(p))
+	if a.Config.Tracing.Enabled() {
+		srv.AddReceivingMiddleware(tracing.MCPMiddleware)
+	}
+	return srv
 }
 
 // mcpToolHandler returns the tools of MCPServer(p) as one handler, for the
 // gateway to call in process without a session.
 func (a *App) mcpToolHandler(p principal.Principal) mcp.ToolHandler {
-	return reviewmcp.NewToolHandler(a.Service, a.mcpOptions(p))
+	h := reviewmcp.NewToolHandler(a.Service, a.mcpOptions(p))
+	if !a.Config.Tracing.Enabled() {
+		return h
+	}
+	// Called without a session, the call passes no middleware: it joins
+	// the gateway's trace from the traceparent the gateway put in _meta.
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req != nil && req.Params != nil {
+			ctx = tracing.FromMeta(ctx, req.Params.Meta)
+		}
+		return h(ctx, req)
+	}
 }
 
 // mcpOptions makes the design-review server act for p alone.

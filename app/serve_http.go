@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/bastion-mcp/bastion/review"
-	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,6 +21,7 @@ import (
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/rest"
+	"github.com/bastion-mcp/bastion/tracing"
 )
 
 // ServeConfig is what `bastion serve` decides about the HTTP side. The zero
@@ -215,7 +216,19 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 	// wraps MCP: one answer to DNS rebinding on both paths.
 	mux.Handle(rest.Prefix+"/", e.Guard(restAuth(api)))
 	mux.Handle("/", e)
-	return &HTTP{Edge: e, Handler: mux, Admin: e.AdminHandler()}, nil
+	return &HTTP{Edge: e, Handler: TraceHTTP(a.Config.Tracing, e, mux), Admin: e.AdminHandler()}, nil
+}
+
+// TraceHTTP serves h, whose MCP side is e, with a server span per request
+// (tracing.Middleware) named by e's route labels, REST as "rest"; with
+// tracing off it returns h.
+func TraceHTTP(tp *tracing.Provider, e *edge.Edge, h http.Handler) http.Handler {
+	return tracing.Middleware(tp.Tracer(), func(r *http.Request) string {
+		if strings.HasPrefix(r.URL.Path, rest.Prefix+"/") {
+			return "rest"
+		}
+		return e.Route(r)
+	})(h)
 }
 
 // authenticator returns the request authenticator sc asks for, or nil for
@@ -231,7 +244,11 @@ func (a *App) authenticator(sc ServeConfig) (func(http.Handler) http.Handler, er
 		return nil, nil
 	}
 	pat := auth.PATVerifier(a.Store, nil)
-	jwt, err := jwtVerifier(sc, a.Log)
+	onFetch, err := jwksFetches(a.Registry)
+	if err != nil {
+		return nil, fault.Wrap(err, fault.InternalError, "the JWKS metrics could not be registered")
+	}
+	jwt, err := jwtVerifier(sc, egress.Policy{Logger: a.Log, Refused: a.Config.egressRefused}, onFetch)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +258,7 @@ func (a *App) authenticator(sc ServeConfig) (func(http.Handler) http.Handler, er
 // jwtVerifier returns the OAuth access-token verifier sc configures, or nil
 // when sc names no issuer. It fetches nothing: RunServe calls it before
 // opening anything, so a bad configuration fails at once.
-func jwtVerifier(sc ServeConfig, log *slog.Logger) (auth.Verifier, error) {
+func jwtVerifier(sc ServeConfig, policy egress.Policy, onFetch func(string)) (auth.Verifier, error) {
 	if sc.Issuer == "" && sc.JWKSURL == "" {
 		return nil, nil
 	}
@@ -250,11 +267,11 @@ func jwtVerifier(sc ServeConfig, log *slog.Logger) (auth.Verifier, error) {
 	}
 	// JWKSAllowPrivate opens the addresses, never the scheme: the verifier
 	// refuses a plain-http JWKS (and a redirect to one) itself.
-	policy := egress.Policy{AllowPrivate: sc.JWKSAllowPrivate, Logger: log}
+	policy.AllowPrivate = sc.JWKSAllowPrivate
 	client := egress.NewGuard(policy, net.DefaultResolver).HTTPClient(egress.ClientOptions{})
 	v, err := auth.NewJWTVerifier(auth.JWTConfig{
 		Issuer: sc.Issuer, Audience: sc.Audience, JWKSURL: sc.JWKSURL, TenantClaim: sc.TenantClaim,
-		RolesClaim: sc.RolesClaim, RequireTyp: requireTyp(sc.RequireAccessTokenType),
+		RolesClaim: sc.RolesClaim, RequireTyp: requireTyp(sc.RequireAccessTokenType), OnFetch: onFetch,
 	}, client)
 	if errors.Is(err, auth.ErrInsecureJWKS) {
 		return nil, fault.Wrap(err, fault.InvalidArgument,
@@ -317,7 +334,7 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 		}
 	}
 	if authOn {
-		if _, err := jwtVerifier(sc, cfg.Logger); err != nil {
+		if _, err := jwtVerifier(sc, egress.Policy{Logger: cfg.Logger}, nil); err != nil {
 			return err
 		}
 	}

@@ -51,7 +51,7 @@ func (c *Checkpoint) appendJSON(b []byte, withSig bool) []byte {
 	b = append(b, `,"time":"`...)
 	b = c.Time.UTC().AppendFormat(b, timeLayout)
 	b = append(b, `","v":`...)
-	b = strconv.AppendUint(b, formatVersion, 10)
+	b = strconv.AppendUint(b, checkpointVersion, 10)
 	return append(b, '}')
 }
 
@@ -104,7 +104,7 @@ func parseCheckpoint(line []byte) (Checkpoint, error) {
 	if w.Hash == nil || w.KeyID == nil || w.Seq == nil || w.Signature == nil || w.Time == nil || w.V == nil {
 		return Checkpoint{}, errors.New("audit: checkpoint: missing field")
 	}
-	if *w.V != formatVersion {
+	if *w.V != checkpointVersion {
 		return Checkpoint{}, fmt.Errorf("audit: checkpoint: unknown format version %d", *w.V)
 	}
 	t, err := time.Parse(time.RFC3339Nano, *w.Time)

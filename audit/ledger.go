@@ -169,6 +169,10 @@ type Entry struct {
 	// Warnings are findings that did not deny, as "RULE: REASON"; at most
 	// maxWarnings are kept.
 	Warnings []string
+	// TraceID is the OpenTelemetry trace id of the request, as 32 lowercase
+	// hex digits (tracing.TraceID); "" when it was not traced. Anything
+	// else is recorded as "".
+	TraceID string
 }
 
 // Ledger appends records to one ledger directory. It is safe for concurrent
@@ -468,6 +472,9 @@ func (l *Ledger) Append(ctx context.Context, e Entry) (Record, error) {
 		Rule: clip.String(e.Rule, maxShort), Reason: clip.String(e.Reason, maxReason),
 		ArgsSHA256: Digest(e.Args), ResultSHA256: Digest(e.Result), Attempt: e.Attempt,
 		Warnings: clipAll(e.Warnings), Version: formatVersion,
+	}
+	if IsTraceID(e.TraceID) {
+		r.TraceID = e.TraceID
 	}
 	if e.Principal.IsValid() {
 		r.Tenant, r.Principal = clip.String(e.Principal.Tenant(), maxShort), clip.String(e.Principal.ID(), maxShort)

@@ -628,7 +628,8 @@ func TestGoldenLedger(t *testing.T) {
 	alice := mustPrincipal(t, "acme", "alice")
 	entries := []Entry{
 		{Principal: alice, RequestID: "1", Method: "tools/call", Server: "review", Tool: "start_review", Decision: Allowed,
-			Rule: "policy:allow", Latency: 1500 * time.Microsecond, Args: []byte(`{"url":"https://example.com"}`), Result: []byte(`{"content":[]}`)},
+			Rule: "policy:allow", Latency: 1500 * time.Microsecond, Args: []byte(`{"url":"https://example.com"}`), Result: []byte(`{"content":[]}`),
+			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"},
 		{Principal: alice, RequestID: "2", Method: "tools/call", Server: "github", Tool: "delete_repo", Decision: Denied,
 			Rule: "policy:deny-glob", Reason: "tool 'delete_repo' matches deny pattern 'delete_*'", Latency: 40 * time.Microsecond},
 		{RequestID: "3", Method: "http", Decision: EdgeRejected, Rule: "edge:auth", Reason: "missing bearer token", Warnings: []string{"pin:held: a warning"}},
@@ -872,6 +873,58 @@ func TestVersion1LedgerVerifies(t *testing.T) {
 	r, err := ParseRecord(bytes.SplitN(b, []byte("\n"), 2)[0])
 	if err != nil || r.Version != 1 || r.Warnings != nil {
 		t.Fatalf("v1 record = %+v, %v", r, err)
+	}
+}
+
+// TestVersion2LedgerVerifies: records written before format version 3 (no
+// trace_id), with their checkpoints, still parse and verify; a version 2
+// record that names a trace_id is not canonical.
+func TestVersion2LedgerVerifies(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("testdata", "ledger-v2.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := VerifyFS(fstest.MapFS{segmentName(1): {Data: b}}, nil)
+	if err != nil || rep.Broken || rep.Records != 3 {
+		t.Fatalf("Verify(v2 ledger) = %+v, %v; want 3 intact records", rep, err)
+	}
+	line := bytes.SplitN(b, []byte("\n"), 2)[0]
+	r, err := ParseRecord(line)
+	if err != nil || r.Version != 2 || r.TraceID != "" {
+		t.Fatalf("v2 record = %+v, %v", r, err)
+	}
+	forged := bytes.Replace(line, []byte(`,"v":2`), []byte(`,"trace_id":"","v":2`), 1)
+	if _, err := ParseRecord(forged); err == nil {
+		t.Fatal("ParseRecord accepted a version 2 record with a trace_id")
+	}
+}
+
+// TestTraceIDRecorded: an entry's trace id is in its record (and hashed);
+// a malformed one is recorded as "".
+func TestTraceIDRecorded(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, Options{})
+	l := tb.open(t)
+	defer l.Close()
+	const id = "0af7651916cd43dd8448eb211c80319c"
+	for _, c := range []struct{ in, want string }{{id, id}, {"", ""}, {"0AF7651916CD43DD8448EB211C80319C", ""}, {"00000000000000000000000000000000", ""}, {"xyz", ""}} {
+		e := entry(0)
+		e.TraceID = c.in
+		r, err := l.Append(context.Background(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.TraceID != c.want || r.Version != formatVersion {
+			t.Errorf("Append(TraceID %q) recorded %q (v%d), want %q", c.in, r.TraceID, r.Version, c.want)
+		}
+		back, err := ParseRecord(r.AppendCanonical(nil))
+		if err != nil || back.TraceID != c.want || back.Hash != back.ComputeHash() {
+			t.Errorf("round trip of TraceID %q = %+v, %v", c.in, back, err)
+		}
+	}
+	if rep := tb.verify(t); rep.Broken {
+		t.Fatalf("Verify = %+v", rep)
 	}
 }
 

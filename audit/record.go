@@ -34,9 +34,13 @@ const (
 
 // formatVersion is the record format written today. It is part of the hashed
 // bytes, so one format can never be confused with another. Version 2 added
-// "attempt" and "warnings"; version 1 records (without them) still parse
-// and verify.
-const formatVersion = 2
+// "attempt" and "warnings", version 3 "trace_id"; version 1 and 2 records
+// (without them) still parse and verify.
+const formatVersion = 3
+
+// checkpointVersion is the checkpoint format, which version 3 records did
+// not change: checkpoints written beside version 2 records still verify.
+const checkpointVersion = 2
 
 // Genesis is the prev_hash of the first record of every ledger.
 const Genesis = "0000000000000000000000000000000000000000000000000000000000000000"
@@ -71,6 +75,7 @@ type Record struct {
 	Reason       string    // the client-visible reason (never a secret: inspect redacts first)
 	Attempt      uint64    // the seq of the attempt record this outcome completes; 0 when none (v2)
 	Warnings     []string  // findings that did not deny, "RULE: REASON" (rule ids and surface, no values) (v2)
+	TraceID      string    // the OpenTelemetry trace id of the request (32 lowercase hex digits), "" when untraced (v3)
 	LatencyUS    uint64    // microseconds from receipt to outcome
 	ArgsSHA256   string    // hex SHA-256 of the raw arguments, "" when there were none
 	ResultSHA256 string    // hex SHA-256 of the raw result, "" when there was none
@@ -168,6 +173,10 @@ func (r *Record) appendJSON(b []byte, withHash bool) ([]byte, int) {
 	b = r.Time.UTC().AppendFormat(b, timeLayout)
 	b = append(b, `","tool":`...)
 	b = appendString(b, r.Tool)
+	if v >= 3 {
+		b = append(b, `,"trace_id":`...)
+		b = appendString(b, r.TraceID)
+	}
 	b = append(b, `,"v":`...)
 	b = strconv.AppendUint(b, v, 10)
 	if v >= 2 {
@@ -243,6 +252,7 @@ type wireRecord struct {
 	Tenant       *string   `json:"tenant"`
 	Time         *string   `json:"time"`
 	Tool         *string   `json:"tool"`
+	TraceID      *string   `json:"trace_id"`
 	V            *uint64   `json:"v"`
 }
 
@@ -268,11 +278,15 @@ func ParseRecord(line []byte) (Record, error) {
 		return Record{}, fmt.Errorf("audit: record: missing field")
 	}
 	switch {
-	case *w.V == 1 && (w.Attempt != nil || w.Warnings != nil):
-		return Record{}, fmt.Errorf("audit: record: a version 1 record has no attempt or warnings")
-	case *w.V == 2 && (w.Attempt == nil || w.Warnings == nil):
+	case *w.V == 1 && (w.Attempt != nil || w.Warnings != nil || w.TraceID != nil):
+		return Record{}, fmt.Errorf("audit: record: a version 1 record has no attempt, warnings or trace_id")
+	case *w.V == 2 && w.TraceID != nil:
+		return Record{}, fmt.Errorf("audit: record: a version 2 record has no trace_id")
+	case *w.V >= 2 && *w.V <= 3 && (w.Attempt == nil || w.Warnings == nil):
 		return Record{}, fmt.Errorf("audit: record: missing field")
-	case *w.V != 1 && *w.V != 2:
+	case *w.V == 3 && w.TraceID == nil:
+		return Record{}, fmt.Errorf("audit: record: missing field")
+	case *w.V < 1 || *w.V > 3:
 		return Record{}, fmt.Errorf("audit: record: unknown format version %d", *w.V)
 	}
 	t, err := time.Parse(time.RFC3339Nano, *w.Time)
@@ -288,6 +302,12 @@ func ParseRecord(line []byte) (Record, error) {
 	if *w.V >= 2 {
 		r.Attempt, r.Warnings = *w.Attempt, *w.Warnings
 	}
+	if *w.V >= 3 {
+		r.TraceID = *w.TraceID
+		if r.TraceID != "" && !IsTraceID(r.TraceID) {
+			return Record{}, fmt.Errorf("audit: record: trace_id must be empty or 32 lowercase hex digits")
+		}
+	}
 	if !isHex64(r.Hash) || !isHex64(r.PrevHash) {
 		return Record{}, fmt.Errorf("audit: record: hash and prev_hash must be 64 lowercase hex digits")
 	}
@@ -300,10 +320,16 @@ func ParseRecord(line []byte) (Record, error) {
 	return r, nil
 }
 
-func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
+func isHex64(s string) bool { return len(s) == 64 && isHex(s) }
+
+// IsTraceID reports whether s is an OpenTelemetry trace id as a record
+// carries it: 32 lowercase hex digits, not all zero (the invalid id).
+func IsTraceID(s string) bool {
+	return len(s) == 32 && isHex(s) && s != "00000000000000000000000000000000"
+}
+
+// isHex reports whether s is lowercase hex digits only.
+func isHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {

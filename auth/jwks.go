@@ -127,6 +127,9 @@ func (v *JWTVerifier) refresh(ctx context.Context, cause fetchCause) []verifyKey
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), jwksFetchTimeout)
 	defer cancel()
 	keys, ttl, err := v.fetch(fctx)
+	if v.cfg.OnFetch != nil {
+		v.cfg.OnFetch(fetchOutcome(err))
+	}
 
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -138,6 +141,37 @@ func (v *JWTVerifier) refresh(ctx context.Context, cause fetchCause) []verifyKey
 	return keys
 }
 
+// The outcomes of a JWKS fetch, as JWTConfig.OnFetch is told them.
+const (
+	FetchOK          = "ok"          // a set was fetched and parsed
+	FetchUnreachable = "unreachable" // no answer: the guard refused, DNS, connect, TLS, timeout
+	FetchBadStatus   = "bad_status"  // the issuer answered other than 200
+	FetchInvalid     = "invalid"     // the answer was too large or not a key set
+)
+
+// FetchOutcomes lists every outcome OnFetch may be told, so a counter can
+// start each at zero.
+var FetchOutcomes = []string{FetchOK, FetchUnreachable, FetchBadStatus, FetchInvalid}
+
+// errBadStatus marks a JWKS answer that was not 200.
+var errBadStatus = errors.New("auth: JWKS fetch: unexpected status")
+
+// errUnreachable marks a JWKS fetch that got no answer.
+var errUnreachable = errors.New("auth: JWKS fetch: no answer")
+
+// fetchOutcome is the bounded label of a fetch's error.
+func fetchOutcome(err error) string {
+	switch {
+	case err == nil:
+		return FetchOK
+	case errors.Is(err, errUnreachable):
+		return FetchUnreachable
+	case errors.Is(err, errBadStatus):
+		return FetchBadStatus
+	}
+	return FetchInvalid
+}
+
 // fetch GETs and parses the JWKS and returns how long to keep it.
 func (v *JWTVerifier) fetch(ctx context.Context) ([]verifyKey, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.cfg.JWKSURL, nil)
@@ -147,11 +181,11 @@ func (v *JWTVerifier) fetch(ctx context.Context) ([]verifyKey, time.Duration, er
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
 	resp, err := v.client.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("auth: JWKS fetch: %w", err)
+		return nil, 0, fmt.Errorf("%w: %w", errUnreachable, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("auth: JWKS fetch: status %d", resp.StatusCode)
+		return nil, 0, fmt.Errorf("%w %d", errBadStatus, resp.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
 	if err != nil {

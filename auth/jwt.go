@@ -47,6 +47,10 @@ type JWTConfig struct {
 	// principal.MaxRoleLength printable characters without spaces, refuses
 	// the token (ReasonRoles) rather than dropping part of the claim.
 	RolesClaim string
+	// OnFetch, if non-nil, is told the outcome of every JWKS fetch (one of
+	// FetchOutcomes), for the operator's bastion_auth_jwks_fetches_total.
+	// It runs on the fetching goroutine and must be cheap.
+	OnFetch func(outcome string)
 	// RequireTyp, when set (RFC 9068: "at+jwt"), is the required JWS "typ";
 	// the "application/" prefix and case are ignored in the comparison.
 	RequireTyp string

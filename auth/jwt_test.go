@@ -19,6 +19,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -728,5 +729,43 @@ func TestJWTHeaderExactNames(t *testing.T) {
 	tok := signHeader(t, key("rsa1"), `{"alg":"RS256","kid":"rsa1","ALG":"none","Kid":"x"}`, claims())
 	if _, err := v.Verify(context.Background(), tok, nil); err != nil {
 		t.Errorf("Verify = %v, want the exact-name alg and kid used", err)
+	}
+}
+
+// TestJWKSOnFetch: every JWKS fetch reports its outcome, from a bounded
+// set: ok, bad_status for a non-200, invalid for a body that is not a key
+// set, unreachable when nothing answers.
+func TestJWKSOnFetch(t *testing.T) {
+	t.Parallel()
+	is := newIssuer(t, key("rsa1"))
+	var mu sync.Mutex
+	var got []string
+	v, _ := is.verifier(func(c *JWTConfig) {
+		c.OnFetch = func(o string) { mu.Lock(); got = append(got, o); mu.Unlock() }
+	})
+	ctx := context.Background()
+	if err := v.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	is.failing.Store(true)
+	if err := v.Refresh(ctx); err == nil {
+		t.Fatal("Refresh against a failing issuer succeeded")
+	}
+	is.failing.Store(false)
+	is.mu.Lock()
+	is.jwks = []byte("not a key set")
+	is.mu.Unlock()
+	if err := v.Refresh(ctx); err == nil {
+		t.Fatal("Refresh of a body that is not a key set succeeded")
+	}
+	is.srv.Close()
+	if err := v.Refresh(ctx); err == nil {
+		t.Fatal("Refresh against a closed issuer succeeded")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{FetchOK, FetchBadStatus, FetchInvalid, FetchUnreachable}
+	if !slices.Equal(got, want) {
+		t.Fatalf("OnFetch outcomes = %q, want %q", got, want)
 	}
 }

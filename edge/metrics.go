@@ -81,6 +81,13 @@ func newMetrics(reg *prometheus.Registry, e *Edge) (*metrics, error) {
 	return m, nil
 }
 
+// Route is the route label of r as bastion_edge_requests_total counts it
+// (mcp, livez, readyz, metadata, not_found): a fixed set, never the path,
+// so a span or a series named by it stays bounded.
+func (e *Edge) Route(r *http.Request) string {
+	return routeOf(r.URL.Path, e.opts.Path, e.opts.Metadata != nil)
+}
+
 // request counts one answered request.
 func (m *metrics) request(route string, sw *statusWriter) {
 	status := sw.status

@@ -20,7 +20,8 @@ type pinKey struct{}
 // classified addresses are dialed, in order; the actual remote address is
 // checked again in net.Dialer.Control just before connect. network must be
 // tcp, tcp4 or tcp6.
-func (g *Guard) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+func (g *Guard) DialContext(ctx context.Context, network, address string) (_ net.Conn, err error) {
+	defer func() { g.refused(err) }()
 	switch network {
 	case "tcp", "tcp4", "tcp6":
 	default:

@@ -60,6 +60,14 @@ type Policy struct {
 	// B, and the connect-time check then requires exactly B. Never set it in
 	// a production composition.
 	UnsafeDialOverride map[netip.AddrPort]netip.AddrPort
+	// Refused, if non-nil, is told the code of every refusal the guard
+	// makes (URL_NOT_ALLOWED, DNS_TARGET_PROHIBITED) once it resolves and
+	// classifies a URL's host, and at dial time (every request of the
+	// browser), for the operator's bastion_egress_blocks_total. A URL
+	// refused for its spelling before any lookup (Canonicalize) is the
+	// caller's input, not counted; nor is a resolver outage or an
+	// unreachable host. It must be cheap and safe for concurrent use.
+	Refused func(code fault.Code)
 }
 
 // Resolver looks up the addresses of a host. *net.Resolver satisfies it; tests
@@ -227,7 +235,8 @@ func (g *Guard) CheckTarget(ctx context.Context, raw string, v HostVerifier) (Ta
 
 // check resolves and classifies a canonical URL's host and applies the strict
 // scheme and port policy unless every answer was let in by AllowPrivate.
-func (g *Guard) check(ctx context.Context, u *url.URL) (Target, error) {
+func (g *Guard) check(ctx context.Context, u *url.URL) (_ Target, err error) {
+	defer func() { g.refused(err) }()
 	host := u.Hostname()
 	addrs, relaxed, err := g.resolve(ctx, host)
 	if err != nil {
@@ -243,6 +252,17 @@ func (g *Guard) check(ctx context.Context, u *url.URL) (Target, error) {
 		return Target{}, err
 	}
 	return t, nil
+}
+
+// refused tells the policy's Refused hook of err when it is one of the
+// guard's own refusals.
+func (g *Guard) refused(err error) {
+	if err == nil || g.policy.Refused == nil {
+		return
+	}
+	if f, ok := fault.As(err); ok && (f.Code == fault.URLNotAllowed || f.Code == fault.DNSTargetProhibited) {
+		g.policy.Refused(f.Code)
+	}
 }
 
 // Resolve resolves host (a canonical host name or IP literal) once and

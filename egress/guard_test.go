@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -396,5 +397,35 @@ func TestWithPrivate(t *testing.T) {
 		if _, err := open.Check(ctx, raw); err == nil {
 			t.Errorf("derived guard allowed %s", raw)
 		}
+	}
+}
+
+// TestRefusedHook: the guard tells Policy.Refused the code of each refusal
+// it makes when it resolves and classifies a host, or dials; an allowed
+// URL, a resolver outage and a URL refused for its spelling before any
+// lookup (plain http here: the caller's input, checked again by a caller
+// that falls back, as review.TargetPolicy does) are not counted.
+func TestRefusedHook(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	got := map[fault.Code]int{}
+	p := Policy{Refused: func(c fault.Code) { mu.Lock(); got[c]++; mu.Unlock() }}
+	g := NewGuard(p, testDNS)
+	ctx := context.Background()
+	for _, raw := range []string{"https://public.example/", "https://metadata.example/", "https://rebind.example/", "http://public.example/"} {
+		g.Check(ctx, raw)
+	}
+	if _, err := g.DialContext(ctx, "tcp", "metadata.example:443"); !fault.Is(err, fault.DNSTargetProhibited) {
+		t.Fatalf("dial metadata: %v", err)
+	}
+	if _, err := g.DialContext(ctx, "tcp", "public.example:25"); !fault.Is(err, fault.URLNotAllowed) {
+		t.Fatalf("dial port 25: %v", err)
+	}
+	NewGuard(p, failingResolver{errors.New("resolver down")}).Check(ctx, "https://public.example/")
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[fault.Code]int{fault.DNSTargetProhibited: 3, fault.URLNotAllowed: 1}
+	if len(got) != len(want) || got[fault.DNSTargetProhibited] != 3 || got[fault.URLNotAllowed] != 1 {
+		t.Fatalf("Refused saw %v, want %v", got, want)
 	}
 }

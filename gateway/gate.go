@@ -24,6 +24,10 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/bastion-mcp/bastion/principal"
 )
 
@@ -152,6 +156,7 @@ type Stages struct {
 type namedGate struct {
 	name string
 	gate Gate
+	span string // the gate's span name, "gateway.gate " + name, made once
 }
 
 // ordered is the one statement of the gate order. Rate limiting comes after
@@ -159,19 +164,20 @@ type namedGate struct {
 // comes last because it is the most expensive and only allowed calls need it.
 func (s Stages) ordered() []namedGate {
 	return []namedGate{
-		{GateRouting, s.Routing},
-		{GatePolicy, s.Policy},
-		{GatePin, s.Pin},
-		{GateRateLimit, s.RateLimit},
-		{GateInspect, s.Inspect},
+		{name: GateRouting, gate: s.Routing},
+		{name: GatePolicy, gate: s.Policy},
+		{name: GatePin, gate: s.Pin},
+		{name: GateRateLimit, gate: s.RateLimit},
+		{name: GateInspect, gate: s.Inspect},
 	}
 }
 
 // Chain runs the gates in order and returns the first denial. It holds no
 // lock and is safe for concurrent use if its gates are.
 type Chain struct {
-	gates  []namedGate // non-nil gates in order
-	result ResultGate  // or nil
+	gates  []namedGate  // non-nil gates in order
+	result ResultGate   // or nil
+	tracer trace.Tracer // or nil: no span per gate
 }
 
 // NewChain returns a Chain over s. It fails if Routing or Policy is nil.
@@ -182,6 +188,7 @@ func NewChain(s Stages) (*Chain, error) {
 	c := &Chain{}
 	for _, g := range s.ordered() {
 		if g.gate != nil {
+			g.span = "gateway.gate " + g.name
 			c.gates = append(c.gates, g)
 		}
 	}
@@ -199,7 +206,7 @@ func (c *Chain) Check(ctx context.Context, a *CallArgs) (Decision, error) {
 	var out Decision
 	out.Allow = true
 	for _, g := range c.gates {
-		d, err := g.gate.Check(ctx, a)
+		d, err := c.check(ctx, g, a)
 		if err != nil {
 			return gateError(g.name), fmt.Errorf("gateway: %s gate: %w", g.name, err)
 		}
@@ -216,6 +223,35 @@ func (c *Chain) Check(ctx context.Context, a *CallArgs) (Decision, error) {
 		out.Warnings = append(out.Warnings, d.Warnings...)
 	}
 	return out, nil
+}
+
+// WithTracer returns a Chain like c that runs each gate in a span of its
+// own ("gateway.gate NAME", with the decision and rule), a child of ctx's
+// span. A nil t returns c: without a tracer the chain starts no span and
+// allocates nothing for tracing.
+func (c *Chain) WithTracer(t trace.Tracer) *Chain {
+	if t == nil {
+		return c
+	}
+	cc := *c
+	cc.tracer = t
+	return &cc
+}
+
+// check runs one gate, inside its span when the chain has a tracer.
+func (c *Chain) check(ctx context.Context, g namedGate, a *CallArgs) (Decision, error) {
+	if c.tracer == nil {
+		return g.gate.Check(ctx, a)
+	}
+	ctx, span := c.tracer.Start(ctx, g.span)
+	defer span.End()
+	d, err := g.gate.Check(ctx, a)
+	if err != nil {
+		span.SetStatus(codes.Error, "gate-error")
+		return d, err
+	}
+	span.SetAttributes(attribute.Bool("bastion.gate.allow", d.Allow), attribute.String("bastion.gate.rule", d.Rule))
+	return d, nil
 }
 
 // CheckResult runs the result gate (inspect) on an upstream's result; with

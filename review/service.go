@@ -36,6 +36,7 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/engine"
@@ -74,6 +75,10 @@ type Deps struct {
 	Clock      Clock        // nil means the system clock
 	Logger     *slog.Logger // nil discards
 	Metrics    Metrics      // nil observes nothing
+	// Tracer starts the service's spans (submit, the job's run); nil
+	// (tracing off) starts none. A job carries its submitter's trace
+	// context in its River metadata, so its run joins that trace.
+	Tracer trace.Tracer
 }
 
 // Options tunes the Service. The zero value of each field means its default.
@@ -162,6 +167,7 @@ type Service struct {
 	clock  Clock
 	log    *slog.Logger
 	met    Metrics
+	tracer trace.Tracer // or nil
 	opts   Options
 	queue  queue
 
@@ -197,6 +203,7 @@ func New[TTx any](deps Deps, driver riverdriver.Driver[TTx], opts Options) (*Ser
 		clock:   deps.Clock,
 		log:     deps.Logger,
 		met:     deps.Metrics,
+		tracer:  deps.Tracer,
 		opts:    opts,
 		running: map[string]context.CancelCauseFunc{},
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/store"
@@ -23,7 +26,20 @@ const (
 // normalized request returns the original job with reused set and costs
 // nothing; a different request under the same key is IDEMPOTENCY_CONFLICT.
 // Requires reviews:write.
-func (s *Service) Submit(ctx context.Context, p principal.Principal, in *SubmitParams) (*SubmitResult, error) {
+func (s *Service) Submit(ctx context.Context, p principal.Principal, in *SubmitParams) (_ *SubmitResult, err error) {
+	if s.tracer != nil {
+		var span trace.Span
+		ctx, span = s.startSpan(ctx, "review.submit")
+		defer func() { endSpan(span, err) }()
+	}
+	res, err := s.submit(ctx, p, in)
+	if err == nil && s.tracer != nil {
+		trace.SpanFromContext(ctx).SetAttributes(attribute.String(attrJobID, res.Job.JobID), attribute.Bool(attrReused, res.Job.Reused))
+	}
+	return res, err
+}
+
+func (s *Service) submit(ctx context.Context, p principal.Principal, in *SubmitParams) (*SubmitResult, error) {
 	if err := authorize(p, principal.ReviewsWrite, "submitting a review"); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/engine"
@@ -32,7 +33,14 @@ type worker struct {
 
 // Work runs one attempt of a job.
 func (w *worker) Work(ctx context.Context, job *river.Job[jobArgs]) error {
-	return w.s.work(ctx, job.Args, job.Attempt, job.MaxAttempts)
+	if w.s.tracer == nil {
+		return w.s.work(ctx, job.Args, job.Attempt, job.MaxAttempts)
+	}
+	ctx, span := w.s.startSpan(jobContext(ctx, job.Metadata), "review.job",
+		attribute.String(attrJobID, job.Args.JobID), attribute.Int(attrAttempt, job.Attempt))
+	err := w.s.work(ctx, job.Args, job.Attempt, job.MaxAttempts)
+	endSpan(span, err)
+	return err
 }
 
 // riverQueue is the queue on a River client of any driver.
@@ -46,7 +54,8 @@ func (q *riverQueue[TTx]) insertTx(ctx context.Context, tx store.Tx, args jobArg
 	if !ok {
 		return fmt.Errorf("review: store transaction %T does not match the River driver", tx)
 	}
-	if _, err := q.client.InsertTx(ctx, t, args, &river.InsertOpts{MaxAttempts: q.maxAttempts}); err != nil {
+	opts := &river.InsertOpts{MaxAttempts: q.maxAttempts, Metadata: jobMetadata(ctx)}
+	if _, err := q.client.InsertTx(ctx, t, args, opts); err != nil {
 		return fmt.Errorf("review: enqueue: %w", err)
 	}
 	return nil

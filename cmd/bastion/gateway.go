@@ -17,6 +17,7 @@ import (
 	"github.com/bastion-mcp/bastion/edge"
 	"github.com/bastion-mcp/bastion/gateway/config"
 	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/tracing"
 )
 
 type gatewayFlags struct {
@@ -57,7 +58,12 @@ the gateway to remote agents with tokens, use ` + "`bastion serve --gateway FILE
 			if err != nil {
 				return err
 			}
-			return runGateway(ctx, f, log, cmd.OutOrStdout())
+			tp, done, err := openTracing(cmd, log)
+			if err != nil {
+				return err
+			}
+			defer done()
+			return runGateway(ctx, f, log, tp, cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
@@ -70,7 +76,7 @@ the gateway to remote agents with tokens, use ` + "`bastion serve --gateway FILE
 	return cmd
 }
 
-func runGateway(ctx context.Context, f gatewayFlags, log *slog.Logger, stdout io.Writer) error {
+func runGateway(ctx context.Context, f gatewayFlags, log *slog.Logger, tp *tracing.Provider, stdout io.Writer) error {
 	cfg, err := config.Load(f.config)
 	if err != nil {
 		return err
@@ -92,6 +98,7 @@ func runGateway(ctx context.Context, f gatewayFlags, log *slog.Logger, stdout io
 		ReviewConfig: app.Config{DataDir: f.dataDir, Logger: log},
 		Logger:       log,
 		Version:      version,
+		Tracing:      tp,
 	})
 	if err != nil {
 		return err
@@ -117,7 +124,7 @@ func runGateway(ctx context.Context, f gatewayFlags, log *slog.Logger, stdout io
 	}
 	fmt.Fprintf(stdout, "http://%s%s\n", ln.Addr(), edge.DefaultPath)
 	log.Info("bastion gateway: serving", "addr", ln.Addr().String(), "servers", len(cfg.Servers), "audit", g.Paths.AuditDir)
-	l := app.Listeners{Edge: e, Listener: ln}
+	l := app.Listeners{Edge: e, Handler: g.TraceHTTP(e, e), Listener: ln}
 	if f.adminAddr != "" {
 		if l.AdminListener, err = net.Listen("tcp", f.adminAddr); err != nil {
 			ln.Close()

@@ -161,4 +161,10 @@ var gatewayRunMetrics = []metricWant{
 	{family: "bastion_edge_auth_failures_total", labels: map[string]string{"reason": "missing_token"}, min: 1},
 	{family: "bastion_edge_auth_failures_total", labels: map[string]string{"reason": "invalid_token"}, min: 1},
 	{family: "bastion_edge_in_flight_requests", min: 0},
+	{family: "bastion_auth_jwks_fetches_total", labels: map[string]string{"outcome": "ok"}, min: 1},
+	{family: "bastion_auth_jwks_fetches_total", labels: map[string]string{"outcome": "unreachable"}, zero: true},
+	// egress: the run's pages ask for nothing the guard refuses, but every
+	// code's series is there from the start.
+	{family: "bastion_egress_blocks_total", labels: map[string]string{"code": "DNS_TARGET_PROHIBITED"}, min: 0},
+	{family: "bastion_egress_blocks_total", labels: map[string]string{"code": "URL_NOT_ALLOWED"}, min: 0},
 }

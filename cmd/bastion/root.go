@@ -1,16 +1,20 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bastion-mcp/bastion/app"
+	"github.com/bastion-mcp/bastion/egress"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/reviewmcp"
+	"github.com/bastion-mcp/bastion/tracing"
 )
 
 // version is the one version: serverInfo, the tool catalog and server.json
@@ -28,6 +32,7 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	format := logFormat("text")
 	root.PersistentFlags().Var(&format, "log-format", "log line format on stderr: text or json (slog's JSON handler)")
+	root.PersistentFlags().String("otlp-endpoint", "", "export OpenTelemetry traces over OTLP/HTTP to this collector base URL (e.g. http://localhost:4318); off unless this or OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set")
 	root.AddCommand(
 		newDoctorCmd(),
 		newMigrateCmd(),
@@ -75,6 +80,29 @@ func (f *logFormat) Set(s string) error {
 	}
 	*f = logFormat(s)
 	return nil
+}
+
+// openTracing returns the tracing cmd's --otlp-endpoint or the
+// environment asks for (off when neither does), and the func that flushes
+// and stops it on exit.
+func openTracing(cmd *cobra.Command, log *slog.Logger) (*tracing.Provider, func(), error) {
+	tp, err := tracing.New(cmd.Context(), tracing.Config{
+		Endpoint: cmd.Flag("otlp-endpoint").Value.String(), Version: version,
+		Policy: egress.Policy{Logger: log},
+	})
+	if err != nil {
+		return nil, nil, fault.Wrap(err, fault.InvalidArgument, "bad OTLP endpoint: %v", err)
+	}
+	if tp.Enabled() && log != nil {
+		log.Info("bastion: exporting traces", "endpoint", tp.Endpoint())
+	}
+	return tp, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+		defer cancel()
+		if err := tp.Shutdown(ctx); err != nil && log != nil {
+			log.Warn("bastion: traces not flushed", "err", err)
+		}
+	}, nil
 }
 
 // newLogger returns the logger of cmd on w at level, in its --log-format.

@@ -144,6 +144,12 @@ func (f serveFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tp, done, err := openTracing(cmd, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	defer done()
+	cfg.Tracing = tp
 	if f.databaseURL != "" && f.dataDir != "" {
 		return fault.New(fault.InvalidArgument, "pass --data-dir or --database-url, not both")
 	}

@@ -49,7 +49,11 @@ every address is loopback or private.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd, cmd.ErrOrStderr())
 			if err == nil {
-				err = app.RunStdio(cmd.Context(), cfg, &mcp.StdioTransport{})
+				var done func()
+				if cfg.Tracing, done, err = openTracing(cmd, cfg.Logger); err == nil {
+					defer done()
+					err = app.RunStdio(cmd.Context(), cfg, &mcp.StdioTransport{})
+				}
 			}
 			if err != nil {
 				reportFailure(cmd.ErrOrStderr(), "bastion stdio", err, "the stdio server could not run")

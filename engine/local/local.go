@@ -22,6 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/checks"
 	"github.com/bastion-mcp/bastion/design"
@@ -71,6 +74,9 @@ type Options struct {
 	Logger      *slog.Logger // nil means slog.Default()
 	Progress    Progress     // nil means none
 	Observer    Observer     // nil means none
+	// Tracer starts a span per review, per capture (route × viewport, its
+	// retries included) and for judging; nil (tracing off) starts none.
+	Tracer trace.Tracer
 	// Timeout bounds a whole review or recheck; 0 means 3 minutes. It is
 	// the captures' only deadline: they get all of it but a reserve for
 	// judging (see judgeReserve), however long they wait for a tab.
@@ -124,7 +130,12 @@ type shot struct {
 }
 
 // Review implements engine.Engine.
-func (e *Engine) Review(ctx context.Context, req engine.Request) (*design.Result, error) {
+func (e *Engine) Review(ctx context.Context, req engine.Request) (_ *design.Result, err error) {
+	if e.opts.Tracer != nil {
+		var span trace.Span
+		ctx, span = e.opts.Tracer.Start(ctx, "engine.review")
+		defer func() { endSpan(span, err) }()
+	}
 	base, routes, vps, err := e.validate(req.URL, req.Routes, req.Viewports)
 	if err != nil {
 		return nil, err
@@ -148,6 +159,10 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (*design.Result
 	judgeStart := time.Now()
 	e.opts.Observer.Stage("capture", judgeStart.Sub(captureStart))
 	defer func() { e.opts.Observer.Stage("judge", time.Since(judgeStart)) }()
+	if e.opts.Tracer != nil {
+		_, span := e.opts.Tracer.Start(ctx, "engine.judge")
+		defer span.End()
+	}
 
 	res := &design.Result{
 		Findings: []design.Finding{},
@@ -272,6 +287,15 @@ const maxAttempts = 2
 
 func (e *Engine) captureOne(ctx context.Context, base *url.URL, j *shot) {
 	start := time.Now()
+	if e.opts.Tracer != nil {
+		var span trace.Span
+		ctx, span = e.opts.Tracer.Start(ctx, "engine.capture", trace.WithAttributes(
+			attribute.String(attrRoute, j.route), attribute.String(attrViewport, string(j.vp))))
+		defer func() {
+			span.SetAttributes(attribute.Int(attrAttempts, j.attempts), attribute.String(attrOutcome, captureOutcome(j.err)))
+			endSpan(span, j.err)
+		}()
+	}
 	defer func() {
 		if e.opts.Progress != nil {
 			e.opts.Progress(j.route, j.vp, time.Since(start), j.err)

@@ -5,8 +5,27 @@ import (
 	"errors"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/bastion-mcp/bastion/fault"
 )
+
+// The span attributes of a capture.
+const (
+	attrRoute    = "bastion.capture.route"
+	attrViewport = "bastion.capture.viewport"
+	attrAttempts = "bastion.capture.attempts"
+	attrOutcome  = "bastion.capture.outcome"
+)
+
+// endSpan records err (a fault's code, never page text) on span and ends it.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, captureOutcome(err))
+	}
+	span.End()
+}
 
 // Observer receives the engine's timings and capture outcomes, for the
 // operator's metrics. The app implements it over its registry; nil in

@@ -19,6 +19,7 @@ import (
 	"github.com/bastion-mcp/bastion/gateway"
 	"github.com/bastion-mcp/bastion/gateway/approval"
 	"github.com/bastion-mcp/bastion/principal"
+	"github.com/bastion-mcp/bastion/tracing"
 	"github.com/bastion-mcp/bastion/upstream"
 )
 
@@ -34,6 +35,8 @@ func ledgerDenial() *mcp.CallToolResult { return denial(ReasonLedger) }
 // callTool is the governed tools/call.
 func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	o := newOutcome("tools/call")
+	ctx, span := l.startSpan(ctx, spanCall)
+	defer endCall(span, o)
 	var p *mcp.CallToolParamsRaw
 	if req != nil {
 		p = req.Params
@@ -112,7 +115,12 @@ func (l *Loop) callTool(ctx context.Context, c *client, req *mcp.CallToolRequest
 		defer s.flight.add(d)()
 	}
 	o.upStart = time.Now()
-	res, err := conn.CallTool(ctx, up)
+	uctx, uspan := l.startSpan(ctx, spanUpstream)
+	if uspan != nil {
+		up.Meta = tracing.WithMeta(uctx, up.Meta)
+	}
+	res, err := conn.CallTool(uctx, up)
+	endSpan(uspan, err)
 	return l.finish(ctx, c, a, o, res, err)
 }
 
@@ -126,7 +134,12 @@ func (l *Loop) round(ctx context.Context, c *client, ss *mcp.ServerSession, m *u
 	ctx = upstream.WithDownstream(ctx, d)
 	defer l.servers[a.Server].flight.add(d)()
 	o.upStart = time.Now()
-	res, err := m.CallTool(ctx, up)
+	uctx, uspan := l.startSpan(ctx, spanUpstream)
+	if uspan != nil {
+		up.Meta = tracing.WithMeta(uctx, up.Meta)
+	}
+	res, err := m.CallTool(uctx, up)
+	endSpan(uspan, err)
 	if err == nil && res != nil && res.InputRequests != nil {
 		res = &mcp.CallToolResult{Meta: res.Meta, InputRequests: res.InputRequests,
 			RequestState: l.rounds.seal(c.p, "tools/call", a.Name, res.RequestState)}

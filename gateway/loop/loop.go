@@ -68,6 +68,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/bastion-mcp/bastion/audit"
 	"github.com/bastion-mcp/bastion/gateway"
@@ -135,6 +136,10 @@ type Deps struct {
 	// opened on first use and closed when idle. Listing still uses the
 	// shared session Dial opened.
 	ForPrincipal map[string]PrincipalServer
+	// Tracer starts a span per governed tools/call, with a child per gate,
+	// for the upstream call and for each ledger append; nil (tracing off)
+	// starts none and costs nothing per call.
+	Tracer trace.Tracer
 }
 
 // PrincipalServer is an in-process server that acts for a principal.
@@ -167,6 +172,7 @@ type Loop struct {
 	met       *metrics
 	version   string
 	pageSize  int
+	tracer    trace.Tracer // or nil
 
 	cat     atomic.Pointer[catalog] // the live merged catalog
 	rebuild sync.Mutex              // serializes catalog rebuilds (never held by calls)
@@ -253,7 +259,8 @@ func New(ctx context.Context, cfg *config.File, deps Deps) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.chain, l.policy, l.pins, l.inspect = g.Chain, g.Policy, g.Pins, g.Inspect
+	l.chain, l.policy, l.pins, l.inspect = g.Chain.WithTracer(deps.Tracer), g.Policy, g.Pins, g.Inspect
+	l.tracer = deps.Tracer
 	for name := range cfg.Servers {
 		l.order = append(l.order, name)
 	}

@@ -50,10 +50,13 @@ func (o *outcome) auditRule() string {
 // record can be written).
 func (l *Loop) admit(ctx context.Context, c *client, o *outcome) bool {
 	t := time.Now()
-	r, err := l.ledger.Append(context.WithoutCancel(ctx), audit.Entry{
+	actx, span := l.startSpan(ctx, spanAppend)
+	r, err := l.ledger.Append(context.WithoutCancel(actx), audit.Entry{
 		Principal: c.p, RequestID: o.id, Method: o.method, Server: o.server, Tool: o.name,
 		Decision: audit.Attempting, Rule: o.auditRule(), Args: o.args, Warnings: o.warnings,
+		TraceID: traceID(ctx),
 	})
+	endSpan(span, err)
 	l.met.ledgerAppend.Observe(time.Since(t).Seconds())
 	if err != nil {
 		o.decision, o.gate, o.rule, o.reason = audit.Denied, gateLedger, "unavailable", ReasonLedger
@@ -78,7 +81,8 @@ const gateLedger = "ledger"
 func (l *Loop) record(ctx context.Context, c *client, o *outcome) bool {
 	t := time.Now()
 	lat := t.Sub(o.start)
-	_, err := l.ledger.Append(context.WithoutCancel(ctx), audit.Entry{
+	actx, span := l.startSpan(ctx, spanAppend)
+	_, err := l.ledger.Append(context.WithoutCancel(actx), audit.Entry{
 		Principal: c.p,
 		RequestID: o.id,
 		Method:    o.method,
@@ -92,7 +96,9 @@ func (l *Loop) record(ctx context.Context, c *client, o *outcome) bool {
 		Result:    o.result,
 		Attempt:   o.attempt,
 		Warnings:  o.warnings,
+		TraceID:   traceID(ctx),
 	})
+	endSpan(span, err)
 	l.met.ledgerAppend.Observe(time.Since(t).Seconds())
 	if o.method == "tools/call" {
 		l.met.observe(o, lat)
