@@ -227,6 +227,20 @@ func inProcess(a *App) func(context.Context, principal.Principal) (mcp.Transport
 	}
 }
 
+// InFlight sets o's in-flight bounds from [gateway]: the per-principal
+// default (zero leaves the edge's own, which scales with the machine) and
+// the bounds of the principals named in in_flight. Both HTTP fronts of a
+// gateway, `bastion gateway` and `serve --gateway`, call it, so the file
+// means the same under each; edge.New rejects a bound past its cap.
+func (g *Gateway) InFlight(o *edge.Options) {
+	o.MaxInFlightPerPrincipal = g.cfg.Gateway.MaxInFlightPerPrincipal
+	if len(g.cfg.Gateway.InFlight) == 0 {
+		return
+	}
+	bounds := maps.Clone(g.cfg.Gateway.InFlight)
+	o.InFlightLimit = func(p principal.Principal) int { return bounds[p.Tenant()+"/"+p.ID()] }
+}
+
 // ReadyChecks are the gateway's /readyz checks. "ledger" fails while the
 // audit ledger cannot write (governed calls are then refused, not
 // forwarded) and passes again once it has recovered by itself. Then one

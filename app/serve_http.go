@@ -198,6 +198,7 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 		o.Ready = append(o.Ready, g.ReadyChecks()...)
 		o.Registry = g.Registry
 		o.Rejected = g.EdgeRejected
+		g.InFlight(&o)
 	}
 	if o.Registry != a.Registry {
 		o.Gatherer = prometheus.Gatherers{a.Registry, o.Registry}

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -199,27 +200,33 @@ func (e *Edge) readBody(w http.ResponseWriter, r *http.Request) ([]byte, rejecti
 	if r.ContentLength > max {
 		return nil, reasonTooLargeDecl
 	}
-	// The deadline makes a stalled read return on a real connection; the
-	// timer answers on time even where deadlines are unsupported.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(e.opts.BodyTimeout))
+	// On a real connection the read deadline makes a stalled read return, so
+	// the body is read on this goroutine. Where deadlines are unsupported (an
+	// in-process ResponseWriter) a reader goroutine and a timer answer on
+	// time instead; that costs a goroutine, a channel and a timer per
+	// request, so it is only the fallback.
 	type result struct {
 		b   []byte
 		err error
 	}
-	done := make(chan result, 1)
-	body := r.Body
-	go func() {
-		b, err := io.ReadAll(io.LimitReader(body, max+1))
-		done <- result{b, err}
-	}()
-	t := time.NewTimer(e.opts.BodyTimeout)
-	defer t.Stop()
 	var res result
-	select {
-	case res = <-done:
-	case <-t.C:
-		_ = body.Close()
-		return nil, reasonBodyTimeout
+	body := r.Body
+	if http.NewResponseController(w).SetReadDeadline(time.Now().Add(e.opts.BodyTimeout)) == nil {
+		res.b, res.err = io.ReadAll(io.LimitReader(body, max+1))
+	} else {
+		done := make(chan result, 1)
+		go func() {
+			b, err := io.ReadAll(io.LimitReader(body, max+1))
+			done <- result{b, err}
+		}()
+		t := time.NewTimer(e.opts.BodyTimeout)
+		defer t.Stop()
+		select {
+		case res = <-done:
+		case <-t.C:
+			_ = body.Close()
+			return nil, reasonBodyTimeout
+		}
 	}
 	if res.err != nil {
 		if isTimeout(res.err) {
@@ -233,7 +240,8 @@ func (e *Edge) readBody(w http.ResponseWriter, r *http.Request) ([]byte, rejecti
 	if !utf8.Valid(res.b) || !json.Valid(res.b) {
 		return nil, reasonInvalidJSON
 	}
-	r.Body = io.NopCloser(strings.NewReader(string(res.b)))
+	// The SDK reads the body once and nothing writes to res.b: no copy.
+	r.Body = io.NopCloser(bytes.NewReader(res.b))
 	r.ContentLength = int64(len(res.b))
 	return res.b, ""
 }

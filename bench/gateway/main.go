@@ -36,8 +36,9 @@
 //
 // The ledger goes to a fresh directory under the working directory by
 // default, not under $TMPDIR, which is often tmpfs: fsync there is free and
-// the numbers would flatter the gateway. -ledger DIR puts it elsewhere; the
-// file system type is printed either way.
+// the numbers would flatter the gateway. -ledger DIR puts it elsewhere, and
+// -workdir DIR every fresh directory (the process kind's gateways' ledgers
+// too); the file system type is printed either way.
 //
 // Besides throughput and latency, each row prints the whole process's CPU
 // time and heap allocation per call; -cpuprofile samples carry the pprof
@@ -51,7 +52,7 @@
 // temporary directory) runs beside it, and every round drives direct, this
 // build and the base in turn, so a regression shows as a same-run ratio.
 //
-//	go run ./bench/gateway [-n 5000] [-c 16] [-rounds 5] [-upstreams inproc,review,stdio,http,process] [-ab REF] [-bastion BIN] [-ledger DIR] [-cpuprofile F] [-memprofile F]
+//	go run ./bench/gateway [-n 5000] [-c 16] [-rounds 5] [-upstreams inproc,review,stdio,http,process] [-ab REF] [-bastion BIN] [-ledger DIR] [-workdir DIR] [-cpuprofile F] [-memprofile F]
 package main
 
 import (
@@ -261,7 +262,8 @@ func main() {
 	flag.StringVar(&o.kinds, "upstreams", "inproc,review,stdio,http,process", "comma-separated upstream kinds to measure: inproc, review, stdio, http, process (`bastion gateway` as its own process)")
 	flag.StringVar(&o.bastionBin, "bastion", "", "the bastion binary the process kind runs (default: built from this checkout)")
 	flag.StringVar(&o.abRef, "ab", "", "git ref of a base build: the process kind runs it beside this build, alternating rounds, and prints this/base")
-	flag.StringVar(&o.ledgerDir, "ledger", "", "ledger directory (default a fresh directory under the working directory, removed afterwards)")
+	flag.StringVar(&o.ledgerDir, "ledger", "", "ledger directory of the in-process kinds (default a fresh directory under -workdir, removed afterwards)")
+	flag.StringVar(&o.workDir, "workdir", "", "where the fresh ledger, data and gateway-process directories go (default the working directory); /dev/shm takes the disk out of every kind's figures, the process kind's included")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (samples carry the label path=direct|relay|gateway)")
 	memProfile := flag.String("memprofile", "", "write an allocation profile of the whole run to this file")
 	flag.Parse()

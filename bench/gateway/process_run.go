@@ -79,7 +79,7 @@ func measureProcess(ctx context.Context, w io.Writer, o options) error {
 		defer g.stop()
 		paths = append(paths, path{name: b.name, url: g.url, pid: g.cmd.Process.Pid})
 	}
-	title := "process: `bastion gateway` as its own process (all gates, ledger fsynced under " + o.workDir + "), testmcp upstream on loopback Streamable HTTP, one client session per caller"
+	title := "process: `bastion gateway` as its own process (all gates, ledger fsynced under " + o.workDir + " (" + fsType(o.workDir) + ")), testmcp upstream on loopback Streamable HTTP, one client session per caller"
 	if builds.base != "" {
 		title += "; base = " + builds.baseRef
 	}

@@ -113,8 +113,10 @@ func runGateway(ctx context.Context, f gatewayFlags, log *slog.Logger, tp *traci
 		log.Info("bastion gateway: serving on stdio", "servers", len(cfg.Servers), "audit", g.Paths.AuditDir)
 		return g.NewServer(ctx, principal.Local()).Run(ctx, &mcp.StdioTransport{})
 	}
-	e, err := edge.New(edge.Options{Enabled: true, BindAddr: f.addr, Registry: g.Registry, Rejected: g.EdgeRejected,
-		Ready: g.ReadyChecks(), Logger: log}, g.NewServer)
+	eo := edge.Options{Enabled: true, BindAddr: f.addr, Registry: g.Registry, Rejected: g.EdgeRejected,
+		Ready: g.ReadyChecks(), Logger: log}
+	g.InFlight(&eo)
+	e, err := edge.New(eo, g.NewServer)
 	if err != nil {
 		return err
 	}

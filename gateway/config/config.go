@@ -33,6 +33,8 @@ import (
 //	profile = "readonly"          # active gateway-wide profile (optional)
 //	timeout = "30s"               # default per-call upstream timeout
 //	startup_wait = "5s"           # how long start-up waits for upstreams
+//	max_in_flight_per_principal = 256  # calls in flight per principal (default scales with the CPUs)
+//	in_flight = { "acme/ci-bot" = 1024 }  # per-principal bounds, "TENANT/ID"
 //
 //	[server.github]
 //	kind = "stdio"                # review | stdio | http | sse | wasm
@@ -92,6 +94,16 @@ type Gateway struct {
 	// to DefaultStartupWait. An upstream not up by then is served once it
 	// connects (clients get tools/list_changed).
 	StartupWait Duration `toml:"startup_wait"`
+	// MaxInFlightPerPrincipal bounds one principal's calls in flight at the
+	// HTTP edge (429 past it); zero means the edge's default, which scales
+	// with the machine (edge.DefaultMaxInFlightPerPrincipal: 32 per CPU, at
+	// least 64), so one agent fanning out is served and only a flood is
+	// refused. At most edge.MaxInFlightPerPrincipalCap.
+	MaxInFlightPerPrincipal int `toml:"max_in_flight_per_principal"`
+	// InFlight gives named principals, keyed "TENANT/ID", a bound of their
+	// own in place of MaxInFlightPerPrincipal (a busy automation account
+	// more, a shared one less).
+	InFlight map[string]int `toml:"in_flight"`
 }
 
 // The upstream kinds.

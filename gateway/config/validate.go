@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
@@ -115,6 +116,17 @@ func validate(f *File, data []byte) Errors {
 	seen := map[string]bool{}
 	for i := range f.Policy.Rules {
 		c.rule(f, i, &f.Policy.Rules[i], seen)
+	}
+	if f.Gateway.MaxInFlightPerPrincipal < 0 {
+		c.at("gateway", 0, "max_in_flight_per_principal", "must not be negative (0 means the default)")
+	}
+	for _, k := range slices.Sorted(maps.Keys(f.Gateway.InFlight)) {
+		if tenant, id, ok := strings.Cut(k, "/"); !ok || tenant == "" || id == "" {
+			c.at("gateway", 0, "in_flight", "key %q must be TENANT/ID", k)
+		}
+		if f.Gateway.InFlight[k] < 1 {
+			c.at("gateway", 0, "in_flight", "%q: a bound must be at least 1", k)
+		}
 	}
 	c.rateLimit(&f.RateLimit)
 	c.inspect(&f.Inspect)
