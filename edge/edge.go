@@ -295,7 +295,7 @@ func (e *Edge) AdminHandler() http.Handler {
 // ServeHTTP routes health, metadata and MCP requests.
 func (e *Edge) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	route := routeOf(r.URL.Path, e.opts.Path, e.opts.Metadata != nil)
-	w := &statusWriter{ResponseWriter: rw}
+	w := newStatusWriter(rw)
 	defer e.metrics.request(route, w)
 	defer func() {
 		if v := recover(); v != nil {
@@ -456,9 +456,9 @@ func (e *Edge) serveStateful(w http.ResponseWriter, r *http.Request, p principal
 		}
 		slot := &serverSlot{srv: s.server}
 		slot.once.Do(func() {})
-		rec := &statusWriter{ResponseWriter: w}
+		rec := newStatusWriter(w)
 		e.stateful.ServeHTTP(rec, withSlot(r, slot))
-		if r.Method == http.MethodDelete && rec.status/100 == 2 {
+		if r.Method == http.MethodDelete && rec.Status/100 == 2 {
 			e.sessions.remove(id)
 		}
 		return

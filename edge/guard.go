@@ -22,7 +22,7 @@ func (e *Edge) Guard(next http.Handler) http.Handler {
 		if _, counted := w.(*statusWriter); !counted {
 			// Not under ServeHTTP (REST, which app mounts beside the edge):
 			// count it here, as the rest route.
-			sw := &statusWriter{ResponseWriter: w}
+			sw := newStatusWriter(w)
 			defer e.metrics.request(routeREST, sw)
 			w = sw
 		}

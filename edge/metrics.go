@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/bastion-mcp/bastion/internal/httpstatus"
 )
 
 // Routes, the route label of bastion_edge_requests_total: a fixed set, never
@@ -90,7 +92,7 @@ func (e *Edge) Route(r *http.Request) string {
 
 // request counts one answered request.
 func (m *metrics) request(route string, sw *statusWriter) {
-	status := sw.status
+	status := sw.Status
 	if status == 0 {
 		status = http.StatusOK // nothing written: net/http answers 200
 	}
@@ -135,36 +137,16 @@ func (m *metrics) authFailed(held *heldResponse) {
 
 // statusWriter notes the status and the edge's rejection reason of a
 // response, for bastion_edge_requests_total (and for the stateful wire,
-// whether a DELETE ended its session). It passes Flush on and unwraps
-// (http.ResponseController), so streams work through it.
+// whether a DELETE ended its session).
 type statusWriter struct {
-	http.ResponseWriter
-	status int
+	httpstatus.Writer
 	reason rejection
 }
 
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
+// newStatusWriter wraps w for the edge's counting.
+func newStatusWriter(w http.ResponseWriter) *statusWriter {
+	return &statusWriter{Writer: httpstatus.Writer{ResponseWriter: w}}
 }
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-func (s *statusWriter) Flush() {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	_ = http.NewResponseController(s.ResponseWriter).Flush()
-}
-
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // noteRejection records reason on w if the edge is counting its response.
 func noteRejection(w http.ResponseWriter, reason rejection) {

@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/bastion-mcp/bastion/internal/httpstatus"
 )
 
 // The span attributes of an edge request.
@@ -42,9 +44,9 @@ func Middleware(t trace.Tracer, route func(*http.Request) string) func(http.Hand
 			defer span.End()
 			r.Header.Del("tracestate")
 			Inject(ctx, propagation.HeaderCarrier(r.Header))
-			sw := &statusWriter{ResponseWriter: w}
+			sw := &httpstatus.Writer{ResponseWriter: w}
 			next.ServeHTTP(sw, r.WithContext(ctx))
-			status := sw.status
+			status := sw.Status
 			if status == 0 {
 				status = http.StatusOK
 			}
@@ -55,32 +57,3 @@ func Middleware(t trace.Tracer, route func(*http.Request) string) func(http.Hand
 		})
 	}
 }
-
-// statusWriter notes a response's status; it passes Flush on and unwraps
-// (http.ResponseController), so streams work through it.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(b)
-}
-
-func (s *statusWriter) Flush() {
-	if f, ok := s.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
