@@ -219,6 +219,28 @@ func jobIDOf(t *testing.T, res *mcp.CallToolResult) string {
 	return out.Job.JobID
 }
 
+// reviewTraced submits a one-viewport review of the demo's /pricing with
+// tool over wire, waits for the job to complete, flushes the provider and
+// returns the job's id and every span r received.
+func reviewTraced(t *testing.T, a *App, r *otlpReceiver, base, tok string, p principal.Principal, wire, tool, requestID string) (string, []*tracepb.Span) {
+	t.Helper()
+	res := edgeCall(t, base, tok, wire, tool, map[string]any{
+		"url": "https://" + demo.Host + "/pricing", "expected_revision": demo.Revision1, "client_request_id": requestID,
+		"viewports": []string{"mobile"},
+	})
+	if res.IsError {
+		t.Fatalf("submit with %s: %s", tool, resultText(res))
+	}
+	job := jobIDOf(t, res)
+	if st := waitJob(t, a, p, job); st != "completed" {
+		t.Fatalf("job %s ended %s", job, st)
+	}
+	if err := a.Config.Tracing.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return job, r.received()
+}
+
 // TestTraceReviewThroughEdge: a review submitted through the edge on the
 // stateful wire is one trace from the HTTP request that carried the call
 // through review.Service's submit, the River job (in a worker, after the
@@ -237,21 +259,7 @@ func TestTraceReviewThroughEdge(t *testing.T) {
 
 	// The stateful wire runs the call under the session's context (the
 	// initialize request's): the trace must still be the call's request.
-	res := edgeCall(t, srv.URL, tok, "2025-11-25", "design_review", map[string]any{
-		"url": "https://" + demo.Host + "/pricing", "expected_revision": demo.Revision1, "client_request_id": "traced-1",
-		"viewports": []string{"mobile"},
-	})
-	if res.IsError {
-		t.Fatalf("submit: %s", resultText(res))
-	}
-	job := jobIDOf(t, res)
-	if st := waitJob(t, a, p, job); st != "completed" {
-		t.Fatalf("job %s ended %s", job, st)
-	}
-	if err := a.Config.Tracing.ForceFlush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	spans := r.received()
+	job, spans := reviewTraced(t, a, r, srv.URL, tok, p, "2025-11-25", "design_review", "traced-1")
 	tree := treeOf(spans)
 	captures := named(spans, "engine.capture")
 	if len(captures) != 1 {
@@ -317,21 +325,7 @@ match = ["review__*"]
 	srv := httptest.NewServer(h.Handler)
 	t.Cleanup(srv.Close)
 
-	res := edgeCall(t, srv.URL, tok, "2026-07-28", "review__design_review", map[string]any{
-		"url": "https://" + demo.Host + "/pricing", "expected_revision": demo.Revision1, "client_request_id": "traced-gw-1",
-		"viewports": []string{"mobile"},
-	})
-	if res.IsError {
-		t.Fatalf("submit through the gateway: %s", resultText(res))
-	}
-	job := jobIDOf(t, res)
-	if st := waitJob(t, a, p, job); st != "completed" {
-		t.Fatalf("job %s ended %s", job, st)
-	}
-	if err := a.Config.Tracing.ForceFlush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	spans := r.received()
+	_, spans := reviewTraced(t, a, r, srv.URL, tok, p, "2026-07-28", "review__design_review", "traced-gw-1")
 	tree := treeOf(spans)
 	calls := named(spans, "gateway.tools/call")
 	if len(calls) != 1 {
