@@ -53,7 +53,7 @@ func OpenEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	if err != nil {
 		return nil, fault.Wrap(err, fault.Unavailable, "the egress proxy could not start")
 	}
-	copts := capture.Options{Chrome: cfg.Chrome, ProxyAddr: proxy.Addr(), Logger: cfg.Logger, IgnoreCertErrorsSPKIList: cfg.TrustSPKI}
+	copts := capture.Options{Chrome: cfg.Chrome, ProxyAddr: proxy.Addr(), Sessions: proxy, Logger: cfg.Logger, IgnoreCertErrorsSPKIList: cfg.TrustSPKI}
 	if spki := proxy.PrivateTLSSPKI(); spki != "" {
 		copts.IgnoreCertErrorsSPKIList = append(copts.IgnoreCertErrorsSPKIList, spki)
 	}
@@ -66,7 +66,7 @@ func OpenEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = cfg.Logger
 	}
-	return &Engine{Engine: local.New(pool, proxy, cfg.Guard, opts), proxy: proxy, pool: pool}, nil
+	return &Engine{Engine: local.New(pool, cfg.Guard, opts), proxy: proxy, pool: pool}, nil
 }
 
 // Ready reports whether a browser runs, launching one if none does (the

@@ -18,7 +18,6 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/bastion-mcp/bastion/design"
@@ -46,14 +45,17 @@ type Session interface {
 type Target struct {
 	URL      string          // absolute; already authorized by the caller
 	Viewport design.Viewport // one of the closed set
-	Session  Session         // nil means the pool's proxy, unattributed
+	Session  Session         // nil means a session from Options.Sessions (without it, the pool's proxy, unattributed)
+	// NoScreenshot skips the full-page screenshot: the Measure shoots the
+	// regions it needs itself (Region), or needs none (a recheck).
+	NoScreenshot bool
 }
 
 // Capture is the outcome of one route × viewport capture.
 type Capture struct {
 	URL        string          // the document's final URL after redirects
 	Viewport   design.Viewport //
-	Screenshot []byte          // full-page PNG, 1 px per CSS px, at most MaxHeight tall
+	Screenshot []byte          // full-page PNG, 1 px per CSS px, at most MaxHeight tall; nil with Target.NoScreenshot
 	Width      int             // screenshot width in px
 	Height     int             // screenshot height in px
 	PageHeight int             // document height in CSS px (may exceed Height)
@@ -111,11 +113,20 @@ func (p *Pool) Capture(ctx context.Context, t Target, measure Measure) (*Capture
 	if err := p.acquire(ctx); err != nil {
 		return nil, err
 	}
-	defer p.release()
+	p.active.Add(1)
+	defer p.active.Add(-1)
 	var (
-		c   *Capture
-		err error
+		c       *Capture
+		err     error
+		closing sync.WaitGroup // the tabs this capture opened, closing
 	)
+	defer func() {
+		go func() {
+			closing.Wait()
+			p.release()
+			p.refill()
+		}()
+	}()
 	for attempt := 0; attempt < 2; attempt++ {
 		var b *browser
 		b, err = p.browser(ctx)
@@ -128,7 +139,7 @@ func (p *Pool) Capture(ctx context.Context, t Target, measure Measure) (*Capture
 			}
 			return nil, fault.Wrap(err, fault.CaptureFailed, "the browser could not start")
 		}
-		c, err = p.captureOnce(ctx, b, t, measure)
+		c, err = p.captureOnce(ctx, b, t, measure, &closing)
 		if err == nil || ctx.Err() != nil || !browserLost(b, err) {
 			// Success, the caller gave up, or the page failed in a live browser:
 			// none of these is the browser's fault.
@@ -167,7 +178,7 @@ func browserLost(b *browser, err error) bool {
 }
 
 // captureOnce runs one capture on b.
-func (p *Pool) captureOnce(ctx context.Context, b *browser, t Target, measure Measure) (*Capture, error) {
+func (p *Pool) captureOnce(ctx context.Context, b *browser, t Target, measure Measure, closing *sync.WaitGroup) (*Capture, error) {
 	start := time.Now()
 	w, h, _ := t.Viewport.Size()
 
@@ -178,15 +189,21 @@ func (p *Pool) captureOnce(ctx context.Context, b *browser, t Target, measure Me
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
 
-	proxy := p.opts.ProxyAddr
-	if t.Session != nil && t.Session.Addr() != "" {
-		proxy = t.Session.Addr()
+	tb, err := p.newTab(ctx, b, t)
+	if err != nil {
+		c := &Capture{URL: t.URL, Viewport: t.Viewport}
+		c.Health.Viewport = t.Viewport
+		return c, p.failure(ctx, c, newRecorder(), t, start, err, "could not open a browser tab")
 	}
-	tabCtx, closeTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext(func(cp *target.CreateBrowserContextParams) {
-		cp.ProxyServer = "http://" + proxy
-		cp.ProxyBypassList = "<-loopback>"
-	}))
-	defer closeTab()
+	t.Session = tb.sess
+	tabCtx, closeTab := chromedp.NewContext(bctx, chromedp.WithTargetID(tb.target))
+	// Closing a tab takes Chromium a round trip or three and up to half a
+	// second: it happens after the capture returned, and the capture's
+	// slot is released only once it is done, so open tabs stay bounded.
+	defer closing.Go(func() {
+		closeTab()
+		tb.dispose()
+	})
 
 	c := &Capture{URL: t.URL, Viewport: t.Viewport}
 	c.Health.Viewport = t.Viewport
@@ -196,7 +213,7 @@ func (p *Pool) captureOnce(ctx context.Context, b *browser, t Target, measure Me
 		return nil, p.failure(ctx, c, rec, t, start, err, "could not open a browser tab")
 	}
 	c.step("open", &mark)
-	if t.Session != nil && proxy == p.opts.ProxyAddr {
+	if t.Session != nil && sessionProxy(t.Session, p.opts.ProxyAddr) == p.opts.ProxyAddr {
 		// The shared listener knows the session only by its credentials.
 		if user, pass := t.Session.Username(), t.Session.Password(); user != "" {
 			if err := answerProxyAuth(tabCtx, user, pass); err != nil {
@@ -238,10 +255,12 @@ func (p *Pool) captureOnce(ctx context.Context, b *browser, t Target, measure Me
 		}
 	}
 	c.step("measure", &mark)
-	if err := p.screenshot(tabCtx, c, w); err != nil {
-		return c, p.failure(ctx, c, rec, t, start, err, "the screenshot failed")
+	if !t.NoScreenshot {
+		if err := p.screenshot(tabCtx, c, w); err != nil {
+			return c, p.failure(ctx, c, rec, t, start, err, "the screenshot failed")
+		}
+		c.step("screenshot", &mark)
 	}
-	c.step("screenshot", &mark)
 	if fonts, err := chromedp.Run(tabCtx, chromedp.Evaluate[[]string](fontsFailedScript)); err == nil {
 		c.Health.FontsNotLoaded = capStrings(fonts)
 	}

@@ -56,7 +56,7 @@ func setup(t *testing.T, opts capture.Options) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	opts.Chrome, opts.ProxyAddr, opts.Logger = chrome, proxy.Addr(), quiet
+	opts.Chrome, opts.ProxyAddr, opts.Logger, opts.Sessions = chrome, proxy.Addr(), quiet, proxy
 	pool, err := capture.NewPool(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,11 @@ type Options struct {
 	// ctx ends (the engine derives that from the review's timeout), so a
 	// busy machine makes a review slower, never silently smaller.
 	MaxQueued int
+	// Sessions opens each capture's proxy session, for a Target without a
+	// Session of its own. With it the pool opens up to three tabs ahead of
+	// need while it is idle, each through a session of its own (see tab).
+	// nil means such a Target goes through ProxyAddr, unattributed.
+	Sessions Sessions
 	// MaxHeight caps the full-page screenshot, in CSS pixels; 0 means 8000.
 	MaxHeight int
 	// Logger receives browser lifecycle events; nil means slog.Default().
@@ -80,9 +85,11 @@ type Pool struct {
 	cancel context.CancelFunc
 	sem    chan struct{} // one token per running capture
 	queued atomic.Int32  // captures waiting for a token (not under mu: a launch holds mu)
+	active atomic.Int32  // captures between their token and their answer
 
 	mu      sync.Mutex // guards the fields below; held across a browser launch, never a capture
 	cur     *browser   // nil before the first capture and after a crash
+	spares  spares     // tabs opened ahead of need; has its own lock
 	closed  bool
 	started int // browsers launched, for tests and metrics
 }
@@ -112,10 +119,14 @@ func NewPool(ctx context.Context, opts Options) (*Pool, error) {
 	return &Pool{opts: opts, ctx: pctx, cancel: cancel, sem: make(chan struct{}, opts.MaxConcurrent)}, nil
 }
 
-// Warm launches the browser now, so the first capture does not pay for it.
+// Warm launches the browser now and, while no capture runs, opens the spare
+// tabs, so the first captures pay for neither.
 func (p *Pool) Warm(ctx context.Context) error {
-	_, err := p.browser(ctx)
-	return err
+	if _, err := p.browser(ctx); err != nil {
+		return err
+	}
+	p.fill(ctx)
+	return nil
 }
 
 // Close stops the browser and waits for it to exit. Captures in flight fail.
@@ -125,10 +136,11 @@ func (p *Pool) Close() error {
 	b := p.cur
 	p.cur = nil
 	p.mu.Unlock()
+	p.cancel()
+	p.spares.drain()
 	if b != nil {
 		b.cancel()
 	}
-	p.cancel()
 	return nil
 }
 
@@ -145,22 +157,24 @@ type Stats struct {
 	Busy     int // captures running now
 	Queued   int // captures waiting for a slot
 	Launches int // browser processes started; all but the first are restarts
+	Spares   int // tabs opened ahead of need
 }
 
 // Stats reports the pool's size and use now.
 func (p *Pool) Stats() Stats {
-	return Stats{Slots: cap(p.sem), Busy: len(p.sem), Queued: int(p.queued.Load()), Launches: p.Launches()}
+	p.spares.mu.Lock()
+	spares := len(p.spares.tabs)
+	p.spares.mu.Unlock()
+	return Stats{Slots: cap(p.sem), Busy: len(p.sem), Queued: int(p.queued.Load()), Launches: p.Launches(), Spares: spares}
 }
 
 // BrowserPID returns the process id of the current browser, or 0 when none
 // runs.
 func (p *Pool) BrowserPID() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur == nil || p.cur.ctx.Err() != nil {
-		return 0
+	if b := p.running(); b != nil {
+		return b.pid
 	}
-	return p.cur.pid
+	return 0
 }
 
 // browser returns the running browser, launching one when there is none or
@@ -181,6 +195,16 @@ func (p *Pool) browser(ctx context.Context) (*browser, error) {
 	p.cur = b
 	p.started++
 	return b, nil
+}
+
+// running returns the current browser if its process is alive, else nil.
+func (p *Pool) running() *browser {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil || p.cur.ctx.Err() != nil {
+		return nil
+	}
+	return p.cur
 }
 
 // retire forgets b if it is still current, so the next call launches a new

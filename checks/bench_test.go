@@ -1,6 +1,8 @@
 package checks_test
 
 import (
+	"github.com/bastion-mcp/bastion/internal/testenv"
+	"os"
 	"testing"
 
 	"github.com/bastion-mcp/bastion/checks"
@@ -54,5 +56,29 @@ func BenchmarkSnapshot(b *testing.B) {
 	defer tb.cancel()
 	for b.Loop() {
 		tb.snapshot(b, base+"/clean-landing.html", design.Mobile)
+	}
+}
+
+// BenchmarkCollectRealPage measures Collect on a long real page nobody here
+// wrote (Python's tutorial from Debian's python3-doc) at each viewport: a
+// page of about 3,000 measured elements, where the collector's cost shows.
+func BenchmarkCollectRealPage(b *testing.B) {
+	const site, route = "/usr/share/doc/python3/html", "/tutorial/controlflow.html"
+	if _, err := os.Stat(site + route); err != nil {
+		testenv.Missing(b, "python3-doc (scripts/deps.sh installs it)")
+	}
+	br := newBrowser(b)
+	base := serveCorpus(b, site)
+	for _, vp := range design.Viewports() {
+		b.Run(string(vp), func(b *testing.B) {
+			tb := br.newTab(b)
+			defer tb.cancel()
+			tb.load(tb.ctx, b, base+route, vp)
+			for b.Loop() {
+				if _, err := checks.Collect(tb.ctx, vp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

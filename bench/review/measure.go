@@ -94,12 +94,12 @@ func summarize(ms []float64) stats {
 // measure reviews t with a new pool (cold), then n times warm, then
 // captures each viewport directly n times for the phase timings.
 func measure(ctx context.Context, guard *egress.Guard, proxy *browserproxy.Proxy, t benchTarget, n, conc int, quiet *slog.Logger) (*report, error) {
-	pool, err := capture.NewPool(ctx, capture.Options{ProxyAddr: proxy.Addr(), MaxConcurrent: conc, Logger: quiet})
+	pool, err := capture.NewPool(ctx, capture.Options{ProxyAddr: proxy.Addr(), Sessions: proxy, MaxConcurrent: conc, Logger: quiet})
 	if err != nil {
 		return nil, err
 	}
 	defer pool.Close()
-	eng := local.New(pool, proxy, guard, local.Options{Concurrency: conc, Logger: quiet})
+	eng := local.New(pool, guard, local.Options{Concurrency: conc, Logger: quiet})
 	rep := &report{Page: t.Name, URL: t.URL, Runs: n, ColdCaptureMS: map[string]float64{}, WarmCaptureMS: map[string]stats{},
 		PhasesMS: map[string]float64{}, StepsMS: map[string]float64{}}
 	stop := rep.sampleMemory(pool)
@@ -127,6 +127,11 @@ func measure(ctx context.Context, guard *egress.Guard, proxy *browserproxy.Proxy
 	var warm []float64
 	perVP := map[string][]float64{}
 	for i := 0; i < n; i++ {
+		// Warm is a pool idle since its last review, as between an agent's
+		// rechecks: its browser runs and its spare tabs are open.
+		if err := pool.Warm(ctx); err != nil {
+			return nil, err
+		}
 		start := time.Now()
 		res, err := eng.Review(ctx, req)
 		if err != nil {
@@ -138,7 +143,7 @@ func measure(ctx context.Context, guard *egress.Guard, proxy *browserproxy.Proxy
 			perVP[string(h.Viewport)] = append(perVP[string(h.Viewport)], ms(h.CaptureDuration))
 		}
 	}
-	if err := rep.directCaptures(ctx, pool, proxy, t.URL, n); err != nil {
+	if err := rep.directCaptures(ctx, pool, t.URL, n); err != nil {
 		return nil, err
 	}
 	stop()
@@ -156,19 +161,20 @@ func measure(ctx context.Context, guard *egress.Guard, proxy *browserproxy.Proxy
 // records the median of each stage and phase; judge is the checks' run on
 // the snapshot plus decoding the screenshot for evidence, as the engine
 // does.
-func (rep *report) directCaptures(ctx context.Context, pool *capture.Pool, proxy *browserproxy.Proxy, u string, n int) error {
+func (rep *report) directCaptures(ctx context.Context, pool *capture.Pool, u string, n int) error {
 	steps := map[string][]float64{}
 	phase := map[string][]float64{}
 	for i := 0; i < n; i++ {
 		for _, vp := range design.Viewports() {
-			sess := proxy.NewSession()
+			if err := pool.Warm(ctx); err != nil {
+				return err
+			}
 			var snap *checks.Snapshot
-			c, err := pool.Capture(ctx, capture.Target{URL: u, Viewport: vp, Session: sess}, func(tab context.Context) error {
+			c, err := pool.Capture(ctx, capture.Target{URL: u, Viewport: vp}, func(tab context.Context) error {
 				s, err := checks.Collect(tab, vp)
 				snap = s
 				return err
 			})
-			sess.Close()
 			if err != nil {
 				rep.Skips = append(rep.Skips, fmt.Sprintf("direct %s: %v", vp, err))
 				continue

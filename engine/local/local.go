@@ -28,7 +28,6 @@ import (
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/checks"
 	"github.com/bastion-mcp/bastion/design"
-	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/evidence"
 	"github.com/bastion-mcp/bastion/fault"
@@ -40,12 +39,6 @@ import (
 // Capturer.
 type Capturer interface {
 	Capture(ctx context.Context, t capture.Target, m capture.Measure) (*capture.Capture, error)
-}
-
-// Sessions opens a proxy session per capture, so the proxy attributes what
-// it refuses to that capture; *browserproxy.Proxy is the production one.
-type Sessions interface {
-	NewSession() *browserproxy.Session
 }
 
 // Canonicalizer spells a URL the one way the egress guard accepts it;
@@ -94,16 +87,16 @@ func judgeReserve(timeout time.Duration) time.Duration {
 // Engine reviews previews on this machine. It is safe for concurrent use.
 type Engine struct {
 	pool     Capturer
-	sessions Sessions
 	guard    Canonicalizer
 	opts     Options
 }
 
 var _ engine.Engine = (*Engine)(nil)
 
-// New returns an Engine that captures with pool through sessions of proxy,
+// New returns an Engine that captures with pool (each capture through a
+// proxy session of its own: capture.Options.Sessions),
 // and re-canonicalizes every route URL with guard.
-func New(pool Capturer, proxy Sessions, guard Canonicalizer, opts Options) *Engine {
+func New(pool Capturer, guard Canonicalizer, opts Options) *Engine {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 3
 	}
@@ -116,7 +109,7 @@ func New(pool Capturer, proxy Sessions, guard Canonicalizer, opts Options) *Engi
 	if opts.Observer == nil {
 		opts.Observer = noObserver{}
 	}
-	return &Engine{pool: pool, sessions: proxy, guard: guard, opts: opts}
+	return &Engine{pool: pool, guard: guard, opts: opts}
 }
 
 // shot is one route × viewport capture and what was measured in it.
@@ -331,15 +324,13 @@ func retriable(ctx context.Context, err error) bool {
 
 // attempt captures j once, at u, and measures it.
 func (e *Engine) attempt(ctx context.Context, u string, j *shot) {
-	sess := e.sessions.NewSession()
-	defer sess.Close()
 	var snap *checks.Snapshot
 	measure := func(tab context.Context) error {
 		s, err := checks.Collect(tab, j.vp)
 		snap = s
 		return err
 	}
-	c, err := e.pool.Capture(ctx, capture.Target{URL: u, Viewport: j.vp, Session: sess}, measure)
+	c, err := e.pool.Capture(ctx, capture.Target{URL: u, Viewport: j.vp}, measure)
 	j.cap, j.snap, j.err = c, snap, err
 	if err == nil && c.Health.StatusCode >= 400 {
 		f := fault.New(fault.CaptureFailed, "the page answered HTTP %d", c.Health.StatusCode)

@@ -64,7 +64,7 @@ func newEngine(t *testing.T, h http.Handler, opts local.Options) (*local.Engine,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	pool, err := capture.NewPool(context.Background(), capture.Options{Chrome: chrome, ProxyAddr: proxy.Addr(), Logger: quiet})
+	pool, err := capture.NewPool(context.Background(), capture.Options{Chrome: chrome, ProxyAddr: proxy.Addr(), Sessions: proxy, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func newEngine(t *testing.T, h http.Handler, opts local.Options) (*local.Engine,
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return local.New(pool, proxy, guard, opts), "http://" + ln.Addr().String()
+	return local.New(pool, guard, opts), "http://" + ln.Addr().String()
 }
 
 // seeded has two defects a design review must report: light grey body text
@@ -279,7 +279,7 @@ func TestReviewNothingReviewedAndTokensOff(t *testing.T) {
 func TestReviewRejectsBadRequests(t *testing.T) {
 	t.Parallel()
 	// Validation runs before any capture, so no browser is needed.
-	eng := local.New(nil, nil, localGuard(), local.Options{Logger: quiet})
+	eng := local.New(nil, localGuard(), local.Options{Logger: quiet})
 	ok := engine.Request{URL: "http://127.0.0.1:8080/", Routes: []string{"/"}, Viewports: []design.Viewport{design.Mobile}}
 	cases := map[string]func(r *engine.Request){
 		"NoURL":             func(r *engine.Request) { r.URL = "" },

@@ -18,7 +18,7 @@ func FuzzRouteStaysOnOrigin(f *testing.F) {
 		f.Add(s)
 	}
 	guard := egress.NewGuard(egress.Policy{AllowHTTP: true, AllowPrivate: true}, egress.StaticResolver{})
-	e := New(nil, nil, guard, Options{})
+	e := New(nil, guard, Options{})
 	base, err := guard.Canonicalize("http://127.0.0.1:8080/app")
 	if err != nil {
 		f.Fatal(err)

@@ -350,13 +350,13 @@ func ChromiumEngine(t testing.TB) *local.Engine {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	pool, err := capture.NewPool(context.Background(), capture.Options{Chrome: chrome, ProxyAddr: proxy.Addr(), Logger: quiet,
+	pool, err := capture.NewPool(context.Background(), capture.Options{Chrome: chrome, ProxyAddr: proxy.Addr(), Sessions: proxy, Logger: quiet,
 		IgnoreCertErrorsSPKIList: []string{proxy.PrivateTLSSPKI()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	return local.New(pool, proxy, guard, local.Options{Logger: quiet})
+	return local.New(pool, guard, local.Options{Logger: quiet})
 }
 
 // Site is a loopback web server serving HTML pages by path, which the test

@@ -196,13 +196,13 @@ func realWorldEngine(t *testing.T) *local.Engine {
 	}
 	t.Cleanup(func() { proxy.Close() })
 	pool, err := capture.NewPool(context.Background(), capture.Options{
-		Chrome: chrome, ProxyAddr: proxy.Addr(), Logger: quiet, MaxConcurrent: 2 * runtime.NumCPU(),
+		Chrome: chrome, ProxyAddr: proxy.Addr(), Sessions: proxy, Logger: quiet, MaxConcurrent: 2 * runtime.NumCPU(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	return local.New(pool, proxy, guard, local.Options{Logger: quiet, Timeout: 20 * time.Minute})
+	return local.New(pool, guard, local.Options{Logger: quiet, Timeout: 20 * time.Minute})
 }
 
 // reviewAll reviews each route at the real-world viewports and returns the
