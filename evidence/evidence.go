@@ -1,6 +1,7 @@
 // Package evidence cuts the annotated crop that shows an agent where a
 // finding is: the element's box, padded, outlined in a high-contrast colour,
-// from the full-page screenshot of the capture that found it.
+// from a screenshot of the capture that found it (the full page, or the
+// region around the box that Area names, shot while the tab was live).
 //
 // Invariants: identical input gives identical bytes (the PNG encoder is
 // fixed and nothing time- or host-dependent is written); a box partly
@@ -47,7 +48,12 @@ type Page struct {
 }
 
 // Decode parses a full-page PNG.
-func Decode(screenshot []byte) (*Page, error) {
+func Decode(screenshot []byte) (*Page, error) { return DecodeAt(screenshot, image.Point{}) }
+
+// DecodeAt parses a PNG of part of the page whose top-left corner is at
+// page coordinates at (a region shot for its crops, see Area): Crop then
+// takes page coordinates as for a full-page screenshot.
+func DecodeAt(screenshot []byte, at image.Point) (*Page, error) {
 	cfg, err := png.DecodeConfig(bytes.NewReader(screenshot))
 	if err != nil {
 		return nil, fmt.Errorf("evidence: decode screenshot: %w", err)
@@ -65,11 +71,39 @@ func Decode(screenshot []byte) (*Page, error) {
 		rgba = image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
 		draw.Draw(rgba, rgba.Rect, img, b.Min, draw.Src)
 	}
+	// image.RGBA indexes its pixels relative to Rect.Min, so moving the
+	// rectangle places the same pixels at page coordinates.
+	rgba.Rect = rgba.Rect.Add(at)
 	return &Page{img: rgba}, nil
+}
+
+// Area is the part of a page of the given size that a crop of box shows:
+// the box, padded, clipped to the page and cut to MaxWidth × MaxHeight.
+// It is empty when box is not a finite rectangle or lies outside the page.
+func Area(box design.Rect, page image.Rectangle) image.Rectangle {
+	el, ok := pixelRect(box)
+	if !ok || !el.Overlaps(page) {
+		return image.Rectangle{}
+	}
+	return area(el, page)
+}
+
+func area(el, bounds image.Rectangle) image.Rectangle {
+	a := image.Rect(el.Min.X-Pad, el.Min.Y-Pad, el.Max.X+Pad, el.Max.Y+Pad).Intersect(bounds)
+	if a.Dx() > MaxWidth {
+		a.Max.X = a.Min.X + MaxWidth
+	}
+	if a.Dy() > MaxHeight {
+		a.Max.Y = a.Min.Y + MaxHeight
+	}
+	return a
 }
 
 // Size returns the screenshot's width and height in pixels.
 func (p *Page) Size() (w, h int) { return p.img.Rect.Dx(), p.img.Rect.Dy() }
+
+// Bounds is the part of the page the screenshot shows, in page coordinates.
+func (p *Page) Bounds() image.Rectangle { return p.img.Rect }
 
 // Crop returns the annotated crop around box (page coordinates) as PNG.
 func (p *Page) Crop(box design.Rect) ([]byte, error) {
@@ -81,13 +115,7 @@ func (p *Page) Crop(box design.Rect) ([]byte, error) {
 	if !el.Overlaps(bounds) {
 		return nil, ErrOutside
 	}
-	area := image.Rect(el.Min.X-Pad, el.Min.Y-Pad, el.Max.X+Pad, el.Max.Y+Pad).Intersect(bounds)
-	if area.Dx() > MaxWidth {
-		area.Max.X = area.Min.X + MaxWidth
-	}
-	if area.Dy() > MaxHeight {
-		area.Max.Y = area.Min.Y + MaxHeight
-	}
+	area := area(el, bounds)
 	if area.Empty() {
 		return nil, ErrOutside
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/engine/local"
-	"github.com/bastion-mcp/bastion/evidence"
 )
 
 // benchTarget is one page to review.
@@ -60,6 +59,9 @@ type report struct {
 
 // phases groups the capture's stages as the issue reports them; a stage
 // not named here counts as settle (capture's stage names are its own).
+// The engine takes no full-page screenshot (it shoots each finding's region
+// while measuring), so a direct capture takes none either; "screenshot" is
+// kept for a capture that still takes one.
 var phases = []string{"navigate", "settle", "collect", "screenshot", "judge"}
 
 func phaseOf(step string) string {
@@ -159,8 +161,8 @@ func measure(ctx context.Context, guard *egress.Guard, proxy *browserproxy.Proxy
 
 // directCaptures captures each viewport of u n times, one at a time, and
 // records the median of each stage and phase; judge is the checks' run on
-// the snapshot plus decoding the screenshot for evidence, as the engine
-// does.
+// the snapshot against its own tokens. The engine's evidence crops are shot
+// inside its measure step, so they count in the reviews' times, not here.
 func (rep *report) directCaptures(ctx context.Context, pool *capture.Pool, u string, n int) error {
 	steps := map[string][]float64{}
 	phase := map[string][]float64{}
@@ -170,7 +172,7 @@ func (rep *report) directCaptures(ctx context.Context, pool *capture.Pool, u str
 				return err
 			}
 			var snap *checks.Snapshot
-			c, err := pool.Capture(ctx, capture.Target{URL: u, Viewport: vp}, func(tab context.Context) error {
+			c, err := pool.Capture(ctx, capture.Target{URL: u, Viewport: vp, NoScreenshot: true}, func(tab context.Context) error {
 				s, err := checks.Collect(tab, vp)
 				snap = s
 				return err
@@ -192,10 +194,7 @@ func (rep *report) directCaptures(ctx context.Context, pool *capture.Pool, u str
 				per[phaseOf(st.Name)] += ms(st.Took)
 			}
 			start := time.Now()
-			checks.Run(snap, checks.Config{})
-			if _, err := evidence.Decode(c.Screenshot); err != nil {
-				return fmt.Errorf("decode screenshot: %w", err)
-			}
+			checks.Run(snap, checks.Config{Tokens: snap.PageTokens()})
 			per["judge"] = ms(time.Since(start))
 			for k, v := range per {
 				phase[k] = append(phase[k], v)

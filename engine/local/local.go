@@ -86,9 +86,9 @@ func judgeReserve(timeout time.Duration) time.Duration {
 
 // Engine reviews previews on this machine. It is safe for concurrent use.
 type Engine struct {
-	pool     Capturer
-	guard    Canonicalizer
-	opts     Options
+	pool  Capturer
+	guard Canonicalizer
+	opts  Options
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -120,6 +120,11 @@ type shot struct {
 	snap     *checks.Snapshot
 	err      error
 	attempts int
+	// evidence asks for crops of what the checks find, cut while the tab
+	// is live (see shootEvidence) with tokens (nil: the page's own).
+	evidence bool
+	tokens   *tokens.Set
+	crops    map[design.Rect][]byte
 }
 
 // Review implements engine.Engine.
@@ -142,7 +147,7 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (_ *design.Resu
 	var jobs []*shot
 	for _, r := range routes {
 		for _, vp := range vps {
-			jobs = append(jobs, &shot{route: r, vp: vp})
+			jobs = append(jobs, &shot{route: r, vp: vp, evidence: true, tokens: fileTokens})
 		}
 	}
 	captureStart := time.Now()
@@ -325,13 +330,18 @@ func retriable(ctx context.Context, err error) bool {
 // attempt captures j once, at u, and measures it.
 func (e *Engine) attempt(ctx context.Context, u string, j *shot) {
 	var snap *checks.Snapshot
+	var crops map[design.Rect][]byte
 	measure := func(tab context.Context) error {
 		s, err := checks.Collect(tab, j.vp)
 		snap = s
+		if err == nil && j.evidence {
+			crops = shootEvidence(tab, s, j.tokens, j.vp)
+		}
 		return err
 	}
-	c, err := e.pool.Capture(ctx, capture.Target{URL: u, Viewport: j.vp}, measure)
-	j.cap, j.snap, j.err = c, snap, err
+	// No full-page screenshot: the crops are shot in the live tab.
+	c, err := e.pool.Capture(ctx, capture.Target{URL: u, Viewport: j.vp, NoScreenshot: true}, measure)
+	j.cap, j.snap, j.crops, j.err = c, snap, crops, err
 	if err == nil && c.Health.StatusCode >= 400 {
 		f := fault.New(fault.CaptureFailed, "the page answered HTTP %d", c.Health.StatusCode)
 		// A server error or a throttle may pass; any other 4xx is the answer.
@@ -396,37 +406,24 @@ func checkCoverage(snaps []*checks.Snapshot, set *tokens.Set) (run []string, off
 	return run, off
 }
 
-// cutEvidence crops each finding's box from the first viewport's
-// screenshot of its route and sets EvidenceID. A finding whose box lies
-// outside the screenshot (below the height cap) has no evidence.
+// cutEvidence sets each finding's evidence: the crop of its box shot in
+// the capture of its route at its first viewport (shootEvidence). A finding
+// with no such crop (its box is off the page, or only the site-wide token
+// set raised it) has no evidence.
 func (e *Engine) cutEvidence(findings []design.Finding, jobs []*shot) []design.Evidence {
-	pages := map[string]*evidence.Page{}
-	page := func(route string, vp design.Viewport) *evidence.Page {
-		k := route + "\x00" + string(vp)
-		if p, ok := pages[k]; ok {
-			return p
-		}
-		var p *evidence.Page
-		for _, j := range jobs {
-			if j.route == route && j.vp == vp && j.err == nil && j.cap != nil {
-				p, _ = evidence.Decode(j.cap.Screenshot)
-			}
-		}
-		pages[k] = p
-		return p
-	}
 	var out []design.Evidence
 	for i := range findings {
 		f := &findings[i]
 		if len(f.Viewports) == 0 {
 			continue
 		}
-		p := page(f.Route, f.Viewports[0])
-		if p == nil {
-			continue
+		var crop []byte
+		for _, j := range jobs {
+			if j.route == f.Route && j.vp == f.Viewports[0] && j.err == nil {
+				crop = j.crops[f.Box]
+			}
 		}
-		crop, err := p.Crop(f.Box)
-		if err != nil {
+		if crop == nil {
 			continue
 		}
 		f.EvidenceID = evidence.ID(f.ID, crop)
