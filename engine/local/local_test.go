@@ -22,6 +22,7 @@ import (
 	"github.com/bastion-mcp/bastion/egress/browserproxy"
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/engine/local"
+	"github.com/bastion-mcp/bastion/evidence"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/internal/testenv"
 )
@@ -170,10 +171,14 @@ func TestReviewEndToEnd(t *testing.T) {
 		if f.ID != design.FindingID(f.Kind, f.Route, f.Selector) || f.Route != "/" || len(f.Viewports) == 0 {
 			t.Errorf("finding %+v: bad id, route or viewports", f)
 		}
-		if f.EvidenceID != "" {
-			if _, err := png.Decode(bytes.NewReader(ev[f.EvidenceID])); err != nil {
-				t.Errorf("finding %s: evidence does not decode: %v", f.ID, err)
-			}
+		img, err := png.Decode(bytes.NewReader(ev[f.EvidenceID]))
+		if err != nil {
+			t.Errorf("finding %s (%s): evidence %q does not decode: %v", f.ID, f.Kind, f.EvidenceID, err)
+			continue
+		}
+		// The crop frames the box with the padding, wherever on the page.
+		if b := img.Bounds(); float64(b.Dx()) < min(f.Box.W, evidence.MaxWidth-2*evidence.Pad) || b.Dy() < 1 {
+			t.Errorf("finding %s: crop %v smaller than its box %+v", f.ID, b, f.Box)
 		}
 	}
 	// The seeded defects: faint text at every viewport (merged into one
