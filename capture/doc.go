@@ -13,12 +13,21 @@
 // something on the page loads lazily, every image's load or error, no
 // request in flight, and a layout unchanged for two animation frames (each
 // wait capped for a page that never gets there). Then it hands the live tab
-// to the caller's measure function and takes a full-page PNG.
+// to the caller's measure function and takes a full-page PNG, unless the
+// caller shoots the regions it needs itself (Target.NoScreenshot, Region).
+//
+// Tabs cost Chromium a renderer process start (0.3–1 s on a loaded 2-core
+// machine) when opened and a few round trips when closed. With
+// Options.Sessions the pool opens up to three tabs ahead of need while no
+// capture runs, each a fresh browser context through its own proxy
+// session, and closes a tab after its capture answered, freeing the slot
+// only once the tab is gone.
 //
 // Invariants: the browser has exactly one way out, the egress proxy it is
 // launched with (QUIC, non-proxied WebRTC UDP, DNS prefetch and background
 // networking are off, and loopback is not bypassed); each route × viewport
-// gets a fresh browser context; every capture ends with its caller's ctx; page
+// gets a fresh browser context, never one a page has used (a spare tab has
+// only ever shown about:blank); every capture ends with its caller's ctx; page
 // text reaches the caller only as data (health strings are length-capped and
 // never interpreted).
 package capture

@@ -39,10 +39,11 @@ const (
 var Outline = color.RGBA{R: 0xFF, G: 0x00, B: 0xFF, A: 0xFF}
 
 // ErrOutside means the box does not intersect the screenshot (for example,
-// it lies below the capped screenshot height).
+// it lies below the capped screenshot height, or outside the region shot).
 var ErrOutside = errors.New("evidence: box lies outside the screenshot")
 
-// Page is a decoded full-page screenshot, ready to cut several crops from.
+// Page is a decoded screenshot of the page or of a region of it, ready to
+// cut crops from in page coordinates.
 type Page struct {
 	img *image.RGBA
 }
