@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/tokens"
-	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/css"
 	"github.com/chromedp/cdproto/dom"
@@ -310,141 +308,6 @@ func platformFonts(ctx context.Context, root cdp.NodeID, sel string) []Font {
 		return fonts[a].Family < fonts[b].Family
 	})
 	return fonts
-}
-
-// controlRoles are the accessibility roles that need a name, as Chromium's
-// tree spells them: ARIA roles, the DPUB roles that are links, and
-// Chromium's internal roles for <summary> and older <select>s.
-var controlRoles = map[string]bool{
-	"button": true, "link": true, "textbox": true, "searchbox": true, "combobox": true, "checkbox": true,
-	"radio": true, "switch": true, "slider": true, "spinbutton": true, "tab": true, "menuitem": true,
-	"listbox": true, "menuitemcheckbox": true, "menuitemradio": true, "PopUpButton": true,
-	"DisclosureTriangle": true, "doc-backlink": true, "doc-biblioref": true, "doc-glossref": true, "doc-noteref": true,
-}
-
-// authorRoles names Chromium's internal roles the way an author knows them.
-var authorRoles = map[string]string{"DisclosureTriangle": "summary", "PopUpButton": "select"}
-
-// hasName reports whether n has an accessible name an author gave it.
-// Chromium names an <input type=image> without alt "Submit" from its type
-// attribute: that default says nothing of the button's purpose, so it is
-// no name (HTML-AAM gives image buttons no default; submit and reset
-// buttons keep theirs, which is also their visible label).
-func hasName(n *accessibility.Node) bool {
-	if strings.TrimSpace(axString(n.Name)) == "" {
-		return false
-	}
-	for _, src := range n.Name.Sources {
-		if src == nil || src.Superseded || src.Value == nil || strings.TrimSpace(axString(src.Value)) == "" {
-			continue
-		}
-		// The first source with a value is the one the name came from.
-		return !(src.Type == accessibility.ValueSourceTypeAttribute && src.Attribute == "type" && axString(src.AttributeValue) == "image")
-	}
-	return true
-}
-
-// selectorFn computes, in the page, the selector of `this` the way the
-// collector does (an id, a data-testid, or a verified child path; inside a
-// shadow tree, the host's selector, " >>> " and a path in the root).
-const selectorFn = `function () {
-  const sel = (e) => {
-    if (e === document.documentElement) return 'html';
-    if (e === document.body) return 'body';
-    if (e.id && document.querySelectorAll('#' + CSS.escape(e.id)).length === 1) return '#' + CSS.escape(e.id);
-    const tid = e.getAttribute('data-testid');
-    if (tid && document.querySelectorAll('[data-testid="' + CSS.escape(tid) + '"]').length === 1) return '[data-testid="' + CSS.escape(tid) + '"]';
-    for (const c of [...e.classList].reverse()) { const s = e.localName + '.' + CSS.escape(c); if (document.querySelectorAll(s).length === 1) return s; }
-    if (document.getElementsByTagName(e.localName).length === 1) return CSS.escape(e.localName);
-    const p = e.parentElement;
-    let seg = CSS.escape(e.localName);
-    if (e.classList.length) seg += '.' + CSS.escape(e.classList[0]);
-    if (!p) return seg;
-    let n = 0, k = 0;
-    for (const c of p.children) if (c.localName === e.localName) { n++; if (c === e) k = n; }
-    if (n > 1) seg += ':nth-of-type(' + k + ')';
-    return sel(p) + ' > ' + seg;
-  };
-  // In a shadow tree: the host's selector, " >>> ", and a path unique in
-  // the shadow root, as the collector names it.
-  const shadow = (e) => {
-    const root = e.getRootNode();
-    if (root === document) return document.querySelector(sel(e)) === e ? sel(e) : '';
-    const hs = shadow(root.host);
-    const local = (x) => {
-      if (x.id && root.querySelectorAll('#' + CSS.escape(x.id)).length === 1) return '#' + CSS.escape(x.id);
-      const p = x.parentElement;
-      let seg = CSS.escape(x.localName);
-      if (!p) return seg;
-      let n = 0, k = 0;
-      for (const c of p.children) if (c.localName === x.localName) { n++; if (c === x) k = n; }
-      if (n > 1) seg += ':nth-of-type(' + k + ')';
-      return local(p) + ' > ' + seg;
-    };
-    return hs ? hs + ' >>> ' + local(e) : '';
-  };
-  const r = this.getBoundingClientRect();
-  return JSON.stringify({sel: shadow(this), x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height});
-}`
-
-// collectUnnamed reads the accessibility tree for controls without a name.
-func collectUnnamed(ctx context.Context, s *Snapshot) error {
-	if _, err := chromedp.Call(ctx, accessibility.Enable, cdp.Empty{}); err != nil {
-		return fault.Wrap(err, fault.CaptureFailed, "enabling the accessibility tree failed")
-	}
-	tree, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
-	if err != nil {
-		return fault.Wrap(err, fault.CaptureFailed, "reading the accessibility tree failed")
-	}
-	for _, n := range tree.Nodes {
-		if n == nil || n.Ignored || n.Role == nil || n.BackendDOMNodeID == 0 || len(s.Unnamed) >= 200 {
-			continue
-		}
-		role := axString(n.Role)
-		if !controlRoles[role] || hasName(n) {
-			continue
-		}
-		res, err := chromedp.Call(ctx, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: n.BackendDOMNodeID})
-		if err != nil || res.Object == nil || res.Object.ObjectID == "" {
-			continue
-		}
-		r, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-			FunctionDeclaration: selectorFn, ObjectID: res.Object.ObjectID, ReturnByValue: ptr(true), Silent: ptr(true),
-		})
-		_, _ = chromedp.Call(ctx, runtime.ReleaseObject, runtime.ReleaseObjectParams{ObjectID: res.Object.ObjectID})
-		if err != nil || r.Result == nil || r.ExceptionDetails != nil {
-			continue
-		}
-		var str string
-		if json.Unmarshal(r.Result.Value, &str) != nil {
-			continue
-		}
-		var got struct {
-			Sel        string
-			X, Y, W, H float64
-		}
-		if json.Unmarshal([]byte(str), &got) != nil || got.Sel == "" {
-			continue
-		}
-		if r, ok := authorRoles[role]; ok {
-			role = r
-		}
-		s.Unnamed = append(s.Unnamed, Unnamed{Selector: got.Sel, Role: role, Box: design.Rect{X: got.X, Y: got.Y, W: got.W, H: got.H}})
-	}
-	return nil
-}
-
-func ptr[T any](v T) *T { return &v }
-
-func axString(v *accessibility.Value) string {
-	if v == nil || len(v.Value) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(v.Value, &s) != nil {
-		return ""
-	}
-	return s
 }
 
 // PageTokens returns the design tokens the page's own rules define and use
