@@ -57,7 +57,7 @@ func (j *judge) contrast() {
 		if d.need == minContrastLarge {
 			kind = "large"
 		}
-		fix := suggestColor(d.fg, d.fixBg, d.need)
+		fix, suggested := suggestColor(d.fg, d.fixBg, d.need)
 		desc := fmt.Sprintf("Text colour %s on %s measures %.2f:1; WCAG 2.2 (1.4.3) needs %.1f:1 for %s text (%s).",
 			d.fg.Hex(), d.bg.Hex(), d.ratio, d.need, kind, px(d.size))
 		switch {
@@ -66,13 +66,16 @@ func (j *judge) contrast() {
 		case d.advisry:
 			desc += " The background is a gradient or the text is translucent, so the worst point was used: check it by eye."
 		}
+		facts := withAlso(design.Facts{"ratio": d.ratio, "required": d.need, "foreground": d.fg.Hex(),
+			"background": d.bg.Hex(), "font_size_px": d.size}, gr)
+		if suggested != "" {
+			facts["suggested"] = suggested // the colour the fix names, for a swatch beside the measured ones
+		}
 		j.add(design.Finding{
 			Kind: KindContrast, Severity: sev, Advisory: d.advisry,
 			Title:       fmt.Sprintf("Low text contrast %.2f:1 (needs %.1f:1)", d.ratio, d.need),
 			Description: desc, Selector: gr.first.Selector, Box: textBox(gr.first),
-			Facts: withAlso(design.Facts{"ratio": d.ratio, "required": d.need, "foreground": d.fg.Hex(),
-				"background": d.bg.Hex(), "font_size_px": d.size}, gr),
-			Fix: fix,
+			Facts: facts, Fix: fix,
 		})
 	})
 }
@@ -191,7 +194,7 @@ func composite(layers []Layer) (bgs []tokens.Color, advisory, ok bool) {
 
 // suggestColor names the nearest colour along fg→black or fg→white that
 // meets need against bg.
-func suggestColor(fg, bg tokens.Color, need float64) string {
+func suggestColor(fg, bg tokens.Color, need float64) (fix, suggested string) {
 	black, white := tokens.Color{A: 1}, tokens.Color{R: 255, G: 255, B: 255, A: 1}
 	try := func(to tokens.Color) (tokens.Color, bool) {
 		if tokens.Contrast(fg.Mix(to, 1), bg) < need+0.05 {
@@ -213,12 +216,12 @@ func suggestColor(fg, bg tokens.Color, need float64) string {
 		first, second, verb1, verb2 = white, black, "Lighten", "Darken"
 	}
 	if c, ok := try(first); ok {
-		return fmt.Sprintf("%s the text to %s or further (%.1f:1 against %s), or change the background.", verb1, c.Hex(), need, bg.Hex())
+		return fmt.Sprintf("%s the text to %s or further (%.1f:1 against %s), or change the background.", verb1, c.Hex(), need, bg.Hex()), c.Hex()
 	}
 	if c, ok := try(second); ok {
-		return fmt.Sprintf("%s the text to %s or further (%.1f:1 against %s), or change the background.", verb2, c.Hex(), need, bg.Hex())
+		return fmt.Sprintf("%s the text to %s or further (%.1f:1 against %s), or change the background.", verb2, c.Hex(), need, bg.Hex()), c.Hex()
 	}
-	return fmt.Sprintf("Change the background %s: no text colour reaches %.1f:1 on it.", bg.Hex(), need)
+	return fmt.Sprintf("Change the background %s: no text colour reaches %.1f:1 on it.", bg.Hex(), need), ""
 }
 
 // viewportOverflow blames the outermost element whose own box crosses the

@@ -6,7 +6,10 @@
 // evidence crops are inline data: URIs); every page-derived string (titles,
 // descriptions, selectors, facts, console errors, URLs) goes through
 // html/template's contextual escaping, so nothing captured from a page
-// becomes markup.
+// becomes markup; the one trusted CSS it writes, a colour swatch's
+// background, is built only from a value that is a plain hex colour.
+// Facts are shown for a reader (labels with units, lists as lists) and the
+// numbers are the measured ones, never rounded into a different verdict.
 package panel
 
 import (
@@ -24,7 +27,8 @@ import (
 
 // Meta is what the panel says about the review besides its result.
 type Meta struct {
-	URL       string    // the reviewed URL
+	URL       string    // the reviewed URL; omitted when empty
+	Revision  string    // the deployment revision reviewed, when the client named one
 	Generated time.Time // shown as is; the zero time is omitted (deterministic output)
 }
 
@@ -38,7 +42,7 @@ func Render(w io.Writer, res *design.Result, meta Meta) error {
 	for _, e := range res.Evidence {
 		ev[e.ID] = e
 	}
-	v := view{Meta: meta, Result: res, Counts: map[design.Severity]int{}}
+	v := view{Meta: meta, Result: res, Counts: map[design.Severity]int{}, Partial: !res.Coverage.Complete()}
 	if !meta.Generated.IsZero() {
 		v.Generated = meta.Generated.UTC().Format(time.RFC3339)
 	}
@@ -46,7 +50,10 @@ func Render(w io.Writer, res *design.Result, meta Meta) error {
 		v.Counts[f.Severity]++
 		fv := findingView{Finding: f}
 		for _, k := range slices.Sorted(maps.Keys(f.Facts)) {
-			fv.Facts = append(fv.Facts, fact{Name: k, Value: factString(f.Facts[k])})
+			fv.Facts = append(fv.Facts, newFact(k, f.Facts[k]))
+		}
+		if f.Kind == "contrast" {
+			fv.Samples = samples(f.Facts)
 		}
 		if e, ok := ev[f.EvidenceID]; ok && e.MIMEType == "image/png" && len(e.Data) > 0 {
 			// The bytes are ours (a PNG crop we encoded), base64 has no
@@ -70,6 +77,7 @@ type view struct {
 	Generated string
 	Result    *design.Result
 	Counts    map[design.Severity]int
+	Partial   bool // something requested was not reviewed, or not whole
 	Summary   []countView
 	Findings  []findingView
 	Health    []design.PageHealth
@@ -83,19 +91,8 @@ type countView struct {
 type findingView struct {
 	design.Finding
 	Facts    []fact
+	Samples  []sample
 	Evidence template.URL
-}
-
-type fact struct{ Name, Value string }
-
-func factString(v any) string {
-	switch x := v.(type) {
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case string:
-		return x
-	}
-	return fmt.Sprint(v)
 }
 
 var page = template.Must(template.New("panel").Funcs(template.FuncMap{
@@ -122,29 +119,37 @@ table{border-collapse:collapse}td,th{padding:2px 10px 2px 0;text-align:left;vert
 img{max-width:100%;border:1px solid #d0d4da;margin-top:8px}
 .muted{color:#5b6470}.fix{background:#eef6ff;border-left:3px solid #0b5fff;padding:6px 10px;margin:8px 0}
 ul{margin:4px 0;padding-left:20px}
+.chips{display:flex;flex-wrap:wrap;gap:4px}.chip{white-space:nowrap;word-break:normal}
+.sw{display:inline-block;width:14px;height:14px;border:1px solid #8a929c;border-radius:3px;vertical-align:-2px;margin-right:6px}
+.samples{display:flex;flex-wrap:wrap;gap:8px;margin:8px 0}.sample{border:1px solid #d0d4da;border-radius:6px;padding:8px 12px;min-width:160px}
+.sample .txt{font-size:16px}.sample .muted{font-size:12px;display:block}
+.partial{background:#fff4d6;border:1px solid #e0b84c;border-radius:6px;padding:8px 12px;margin:8px 0}
+.evidence img{display:block;max-width:100%;height:auto}
 </style></head>
 <body>
 <header>
 <h1>Design review <span class="grade grade-{{.Result.Grade}}">{{.Result.Grade}}</span></h1>
-<div class="muted">{{.Meta.URL}}{{if .Generated}} · {{.Generated}}{{end}}</div>
+{{if or .Meta.URL .Meta.Revision .Generated}}<div class="muted">{{with .Meta.URL}}<code>{{.}}</code>{{end}}{{with .Meta.Revision}} · revision <code>{{.}}</code>{{end}}{{with .Generated}} · {{.}}{{end}}</div>{{end}}
 <div>{{range .Summary}}<span class="sev sev-{{.Severity}}">{{.Severity}}</span> {{.N}} &nbsp; {{end}}</div>
 </header>
 <section>
+{{if .Partial}}<div class="partial" role="status"><strong>Partial review.</strong> {{len .Result.Coverage.RoutesReviewed}} of {{len .Result.Coverage.RoutesRequested}} route(s) and {{len .Result.Coverage.ViewportsReviewed}} of {{len .Result.Coverage.ViewportsRequested}} viewport(s) were reviewed{{if .Result.Coverage.Skipped}}; {{len .Result.Coverage.Skipped}} capture(s) not reviewed (see Coverage){{end}}. Findings cover only what was reviewed.</div>{{end}}
 <h2>Findings ({{len .Findings}})</h2>
 {{if not .Findings}}<p>No findings.</p>{{end}}
 {{range .Findings}}<div class="finding" id="{{.ID}}">
 <h3><span class="sev sev-{{.Severity}}">{{.Severity}}</span> {{.Title}}{{if .Advisory}} <span class="muted">(advisory)</span>{{end}}</h3>
 <div class="muted"><code>{{.Kind}}</code> on <code>{{.Route}}</code> at {{range $i, $v := .Viewports}}{{if $i}}, {{end}}{{$v}}{{end}} · <code>{{.Selector}}</code> · {{.ID}}</div>
 <p>{{.Description}}</p>
-{{if .Facts}}<table>{{range .Facts}}<tr><th>{{.Name}}</th><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
+{{if .Samples}}<div class="samples">{{range .Samples}}<div class="sample" style="{{.Style}}"><span class="txt">The quick brown fox</span><span class="muted" style="color:inherit">{{.Label}} {{.Ratio}}</span></div>{{end}}</div>{{end}}
+{{if .Facts}}<table>{{range .Facts}}<tr><th>{{.Name}}</th><td>{{if .List}}<ul>{{range .List}}<li><code>{{.}}</code></li>{{end}}</ul>{{else}}{{if .Swatch}}<span class="sw" style="{{.Swatch}}"></span>{{end}}{{.Value}}{{end}}</td></tr>{{end}}</table>{{end}}
 {{if .Fix}}<div class="fix"><strong>Fix:</strong> {{.Fix}}</div>{{end}}
-{{if .Evidence}}<img alt="evidence for {{.ID}}" src="{{.Evidence}}">{{end}}
+{{if .Evidence}}<div class="evidence"><img alt="evidence for {{.ID}}" src="{{.Evidence}}"></div>{{end}}
 </div>{{end}}
 <h2>Coverage</h2>
 <table>
 <tr><th>Routes reviewed</th><td>{{range .Result.Coverage.RoutesReviewed}}<code>{{.}}</code> {{else}}none{{end}} <span class="muted">of {{len .Result.Coverage.RoutesRequested}}</span></td></tr>
 <tr><th>Viewports reviewed</th><td>{{range .Result.Coverage.ViewportsReviewed}}{{.}} {{else}}none{{end}}</td></tr>
-<tr><th>Checks run</th><td>{{range .Result.Coverage.ChecksRun}}<code>{{.}}</code> {{else}}none{{end}}</td></tr>
+<tr><th>Checks run</th><td><div class="chips">{{range .Result.Coverage.ChecksRun}}<code class="chip">{{.}}</code>{{else}}none{{end}}</div></td></tr>
 <tr><th>Design tokens</th><td>{{.Result.TokensFrom}}</td></tr>
 </table>
 {{if .Result.Coverage.Skipped}}<h3>Not reviewed</h3><ul>{{range .Result.Coverage.Skipped}}<li><code>{{.What}}</code>: {{.Reason}}</li>{{end}}</ul>{{end}}
