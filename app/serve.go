@@ -65,7 +65,7 @@ func RunStdio(ctx context.Context, cfg Config, t mcp.Transport) error {
 		return err
 	}
 	a.Log.Info("bastion stdio: serving", "data_dir", a.Config.DataDir)
-	runErr := a.MCPServer(principal.Local()).Run(ctx, answerAll{Transport: t, drain: StopGrace})
+	runErr := ServeStdio(ctx, a.MCPServer(principal.Local()), t)
 	if ctx.Err() != nil {
 		runErr = nil // a signal, not a failure
 	}

@@ -11,6 +11,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// ServeStdio serves srv on t until the client closes its input or ctx
+// ends, answering every request read before the input closed (answerAll).
+func ServeStdio(ctx context.Context, srv *mcp.Server, t mcp.Transport) error {
+	return srv.Run(ctx, answerAll{Transport: t, drain: StopGrace})
+}
+
 // answerAll is a stdio transport whose end of input waits for the answers:
 // a client that writes its requests and closes stdin (a script, a pipe)
 // still gets a response to each, where the SDK alone would close the

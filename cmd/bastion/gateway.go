@@ -111,7 +111,7 @@ func runGateway(ctx context.Context, f gatewayFlags, log *slog.Logger, tp *traci
 
 	if f.stdio {
 		log.Info("bastion gateway: serving on stdio", "servers", len(cfg.Servers), "audit", g.Paths.AuditDir)
-		return g.NewServer(ctx, principal.Local()).Run(ctx, &mcp.StdioTransport{})
+		return app.ServeStdio(ctx, g.NewServer(ctx, principal.Local()), &mcp.StdioTransport{})
 	}
 	eo := edge.Options{Enabled: true, BindAddr: f.addr, Registry: g.Registry, Rejected: g.EdgeRejected,
 		Ready: g.ReadyChecks(), Logger: log}
