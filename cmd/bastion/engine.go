@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/bastion-mcp/bastion/app"
 	"github.com/bastion-mcp/bastion/enginehttp"
 	"github.com/bastion-mcp/bastion/fault"
 )
@@ -19,7 +20,47 @@ the HMAC-signed job API of the peer contract (POST /jobs, GET and DELETE
 hand its reviews to bastion. Each client is an installation with its own
 secret in a secrets file: one "INSTALLATION-ID SECRET" line each.`,
 	}
-	cmd.AddCommand(newEngineSecretCmd())
+	cmd.AddCommand(newEngineSecretCmd(), newEngineServeCmd())
+	return cmd
+}
+
+func newEngineServeCmd() *cobra.Command {
+	var listen, secrets, dataDir, logLevel string
+	var allowPrivate bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the signed job API (loopback by default)",
+		Long: `serve runs bastion's engine behind the job API on --listen (default
+127.0.0.1:8787): the same store in --data-dir, River jobs and Chromium pool as
+bastion serve. Every /jobs request must carry x-gate-installation,
+x-gate-timestamp (milliseconds) and x-gate-signature ("sha256=" + hex
+HMAC-SHA256 of timestamp.installation.body under the installation's secret
+from --secrets; body "" for GET and DELETE). An installation id is also the
+tenant whose verified hosts (bastion targets --tenant ID) it may review.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level, err := app.ParseLogLevel(logLevel)
+			if err != nil {
+				return err
+			}
+			log, err := newLogger(cmd, cmd.ErrOrStderr(), level)
+			if err != nil {
+				return err
+			}
+			enginehttp.EngineVersion = "bastion " + version
+			cfg := app.Config{DataDir: dataDir, AllowPrivate: allowPrivate, Logger: log}
+			return app.RunEngineServe(cmd.Context(), cfg, app.EngineServeConfig{
+				Listen: listen, SecretsFile: secrets,
+				Listening: func(u string) { fmt.Fprintf(cmd.ErrOrStderr(), "bastion engine serve: listening on %s\n", u) },
+			})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&listen, "listen", "127.0.0.1:8787", "address of the job API")
+	fl.StringVar(&secrets, "secrets", "", "the installations' secrets file (required; see bastion engine secret rotate)")
+	fl.StringVar(&dataDir, "data-dir", "", "directory of the SQLite store (default $XDG_DATA_HOME/bastion)")
+	fl.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.BoolVar(&allowPrivate, "allow-private", false, "also allow loopback/private development servers as targets, without an ownership proof")
 	return cmd
 }
 

@@ -45,3 +45,17 @@ func TestEngineSecretRotate(t *testing.T) {
 		t.Fatal("a refused rotation changed the file")
 	}
 }
+
+// TestEngineServeNeedsSecrets: serve refuses to start without a usable
+// secrets file, before it opens a store or a browser.
+func TestEngineServeNeedsSecrets(t *testing.T) {
+	t.Parallel()
+	if _, errOut, code := runCLI(t, "engine", "serve", "--data-dir", t.TempDir()); code == 0 || !strings.Contains(errOut, "--secrets is required") {
+		t.Fatalf("no --secrets: exit %d, %s", code, errOut)
+	}
+	wide := filepath.Join(t.TempDir(), "secrets")
+	os.WriteFile(wide, []byte("acme 0123456789abcdef0123456789abcdef\n"), 0o644)
+	if _, errOut, code := runCLI(t, "engine", "serve", "--secrets", wide, "--data-dir", t.TempDir()); code == 0 || !strings.Contains(errOut, "chmod 600") {
+		t.Fatalf("world-readable secrets: exit %d, %s", code, errOut)
+	}
+}
