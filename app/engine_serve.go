@@ -60,14 +60,14 @@ func RunEngineServe(ctx context.Context, cfg Config, ec EngineServeConfig) error
 	}
 	// The job API is never a review target, even under --allow-private.
 	defer a.Guard.ExcludeListener(ln.Addr())()
+	base := "http://" + ln.Addr().String()
 	h := enginehttp.NewHandler(a.Service, enginehttp.Options{
-		Secrets: secrets.Current, Logger: a.Log,
+		Secrets: secrets.Current, Logger: a.Log, BaseURL: base,
 		Ready: []func(context.Context) error{a.Ping, a.Migrated, a.engine.Ready},
 	})
 	srv := edge.NewServer(ln.Addr().String(), h, ec.Timeouts)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
 	a.Log.Info("bastion engine serve: listening", "url", base, "installations", len(secrets.Current().Installations()))
 	if ec.Listening != nil {
 		ec.Listening(base)

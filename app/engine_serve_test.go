@@ -100,6 +100,15 @@ func TestEngineServeReviewsOverChromium(t *testing.T) {
 	if !found {
 		t.Fatalf("no contrast finding for #ddd on #fff: %v", res["findings"])
 	}
+	shots := res["artifacts"].(map[string]any)["annotatedScreenshots"].([]any)
+	if len(shots) == 0 {
+		t.Fatal("no annotated screenshot for the contrast finding")
+	}
+	r, err := http.Get(shots[0].(map[string]any)["url"].(string))
+	if err != nil || r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("artifact: %v %v", r, err)
+	}
+	r.Body.Close()
 	if os.Getenv("ENGINE_TEST_DUMP") != "" {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		t.Log(string(b))

@@ -42,6 +42,12 @@ type Options struct {
 	MaxBodyBytes int64
 	// Ready are /readyz's checks; nil means always ready.
 	Ready []func(context.Context) error
+	// BaseURL is the server's own base URL (no trailing slash), where
+	// artifact URLs point.
+	BaseURL string
+	// ArtifactTTL is how long an artifact URL works; zero means
+	// DefaultArtifactTTL.
+	ArtifactTTL time.Duration
 	// Logger receives refusals (with their reason) and internal errors.
 	Logger *slog.Logger
 }
@@ -58,6 +64,9 @@ func NewHandler(svc Service, o Options) http.Handler {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.ArtifactTTL <= 0 {
+		o.ArtifactTTL = DefaultArtifactTTL
+	}
 	h := &handler{svc: svc, v: &Verifier{Secrets: o.Secrets, Now: o.Now}, o: o, log: o.Logger}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -67,6 +76,7 @@ func NewHandler(svc Service, o Options) http.Handler {
 	mux.HandleFunc("GET /jobs/{id}", h.signed(h.get))
 	mux.HandleFunc("DELETE /jobs/{id}", h.signed(h.cancel))
 	mux.HandleFunc("GET /readyz", h.readyz)
+	mux.HandleFunc("GET /artifacts/{inst}/{job}/{evidence}", h.artifact)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "not_found"})
 	})
@@ -202,6 +212,17 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, p principal.Princi
 			return
 		}
 		out.Result = ResultOf(g.Job, g.Review)
+		exp := h.now().Add(h.o.ArtifactTTL)
+		if g.Job.ExpiresAt.Before(exp) {
+			exp = g.Job.ExpiresAt
+		}
+		for _, f := range out.Result.Findings {
+			if f.ScreenshotID != nil {
+				if u := h.artifactURL(p.Tenant(), g.Job.JobID, *f.ScreenshotID, exp); u != "" {
+					out.Result.Artifacts.AnnotatedScreenshots = append(out.Result.Artifacts.AnnotatedScreenshots, Screenshot{FindingID: f.ID, URL: u})
+				}
+			}
+		}
 	}
 	w.Header().Set(HeaderSchemaVersion, SchemaVersion)
 	writeJSON(w, http.StatusOK, out)

@@ -75,7 +75,10 @@ func newServer(t *testing.T, eng *reviewtest.Engine) (acme, globex *client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(enginehttp.NewHandler(h.Service, enginehttp.Options{Secrets: func() *enginehttp.Secrets { return secrets }}))
+	srv := httptest.NewUnstartedServer(nil)
+	base := "http://" + srv.Listener.Addr().String()
+	srv.Config.Handler = enginehttp.NewHandler(h.Service, enginehttp.Options{Secrets: func() *enginehttp.Secrets { return secrets }, BaseURL: base})
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return &client{t: t, base: srv.URL, inst: "acme", secret: acmeSecret}, &client{t: t, base: srv.URL, inst: "globex", secret: globexSecret}
 }
@@ -129,6 +132,23 @@ func TestJobLifecycle(t *testing.T) {
 	}
 	if _, ok := fs[0].(map[string]any)["confidence"]; ok {
 		t.Fatal("a finding claims a confidence")
+	}
+	shots := res["artifacts"].(map[string]any)["annotatedScreenshots"].([]any)
+	if len(shots) != 1 || shots[0].(map[string]any)["findingId"] != "f_001" {
+		t.Fatalf("annotatedScreenshots: %v", shots)
+	}
+	shot := shots[0].(map[string]any)["url"].(string)
+	if r, err := http.Get(shot); err != nil || r.StatusCode != 200 || r.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("artifact: %v %v", r, err)
+	} else {
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if string(b) != "\x89PNG-crop" {
+			t.Fatalf("artifact bytes %q", b)
+		}
+	}
+	if r, err := http.Get(shot[:len(shot)-2] + "00"); err != nil || r.StatusCode != http.StatusForbidden {
+		t.Fatalf("tampered artifact URL: %v %v", r, err)
 	}
 	if st, _, m := acme.do("DELETE", "/jobs/"+id, ""); st != http.StatusOK || m["cancelling"] != false {
 		t.Fatalf("cancel of a completed job: %d %v", st, m)
