@@ -211,3 +211,12 @@ func newCorrelationID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return "req_" + hex.EncodeToString(b[:])
 }
+
+// StatusFor is the HTTP status of fault code c, from the one table
+// (statusFor): 500 for a code it does not know. Other HTTP adapters over
+// review.Service (the engine job API) answer with it, so a code has one
+// status everywhere.
+func StatusFor(c fault.Code) int {
+	st, _ := statusFor(c)
+	return st
+}

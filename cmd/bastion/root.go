@@ -48,6 +48,7 @@ func newRootCmd() *cobra.Command {
 		newGatewayCmd(),
 		newApprovalsCmd(),
 		newPinCmd(),
+		newEngineCmd(),
 		// Each subcommand lives in its own file; add its constructor here.
 	)
 	return root

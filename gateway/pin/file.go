@@ -11,7 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
+
+	"github.com/bastion-mcp/bastion/internal/atomicfile"
 )
 
 // FileStore is a durable Store: every server's approved hashes in one JSON
@@ -48,9 +49,6 @@ const fileVersion = 1
 // maxFile bounds the file read; a larger one is refused rather than
 // loaded whole.
 const maxFile = 16 << 20
-
-// lockPoll is how often a Save retries a lock another process holds.
-const lockPoll = 5 * time.Millisecond
 
 type fileDoc struct {
 	Version int                          `json:"version"`
@@ -92,7 +90,7 @@ func (f *FileStore) Save(ctx context.Context, server string, pins map[string]Has
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("pin: pins file: %w", err)
 	}
-	unlock, err := lockPath(ctx, f.path+".lock")
+	unlock, err := atomicfile.Lock(ctx, f.path+".lock")
 	if err != nil {
 		return fmt.Errorf("pin: pins file %s: %w", f.path, err)
 	}
@@ -113,7 +111,7 @@ func (f *FileStore) Save(ctx context.Context, server string, pins map[string]Has
 	if err != nil {
 		return fmt.Errorf("pin: pins file: %w", err)
 	}
-	if err := writeAtomic(f.path, b); err != nil {
+	if err := atomicfile.WriteFile(f.path, b); err != nil {
 		return fmt.Errorf("pin: pins file %s: %w", f.path, err)
 	}
 	return nil
@@ -198,31 +196,4 @@ func encodeFile(all map[string]map[string]Hash) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
-}
-
-// writeAtomic replaces path with b: a temporary file in the same
-// directory (0600, as os.CreateTemp makes it), fsync, rename, then fsync
-// of the directory so the rename itself survives a crash.
-func writeAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
 }

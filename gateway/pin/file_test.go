@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/bastion-mcp/bastion/internal/atomicfile"
 )
 
 func hashOf(t testing.TB, s string) Hash {
@@ -201,7 +203,7 @@ func TestFileStoreConcurrentProcesses(t *testing.T) {
 func TestFileStoreSaveHonorsContext(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "pins.json")
-	unlock, err := lockPath(context.Background(), path+".lock")
+	unlock, err := atomicfile.Lock(context.Background(), path+".lock")
 	if err != nil {
 		t.Fatal(err)
 	}

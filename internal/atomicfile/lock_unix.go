@@ -1,6 +1,6 @@
 //go:build unix
 
-package pin
+package atomicfile
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"time"
 )
 
-// lockPath takes an exclusive flock on the lock file at path (creating it
+// Lock takes an exclusive flock on the lock file at path (creating it
 // 0600), waiting while another process holds it, until ctx ends. flock
-// locks belong to the open file description, so two FileStores over one
-// path in the same process exclude each other as well, and the kernel
-// drops the lock when its process dies.
-func lockPath(ctx context.Context, path string) (unlock func(), err error) {
+// locks belong to the open file description, so two holders in the same
+// process exclude each other as well, and the kernel drops the lock when
+// its process dies.
+func Lock(ctx context.Context, path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
