@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -226,21 +227,33 @@ func (d *walk) steps(ctx context.Context) error {
 	// 4. The views.
 	d.printf("4. read the views\n")
 	d.printf("   status:   %s (review %s)\n", job.Status, job.ReviewID)
-	sum, sumRaw, sumRes, err := d.call(ctx, toolGet, map[string]any{"job_id": job.JobID, "view": "summary"})
+	sum, sumRaw, _, err := d.call(ctx, toolGet, map[string]any{"job_id": job.JobID, "view": "summary"})
 	if err != nil {
 		return err
 	}
-	if sum.Review == nil {
-		return errors.New("demo: the summary view has no review")
+	if sum.Summary == nil {
+		return errors.New("demo: the summary view has no summary")
 	}
-	rev := sum.Review
+	d.printf("   summary (%d bytes of data): grade %s, %d finding(s), coverage %s, by kind %s\n",
+		len(sumRaw), sum.Summary.Grade, sum.Summary.Findings, sum.Summary.Coverage.State, kinds(sum.Summary.ByKind))
+	for _, f := range sum.Summary.Top {
+		d.printf("     %-10s %s\n", f.Severity, safe(f.Line, 110))
+	}
+	all, allRaw, allRes, err := d.call(ctx, toolGet, map[string]any{"job_id": job.JobID, "view": "findings"})
+	if err != nil {
+		return err
+	}
+	if all.Review == nil {
+		return errors.New("demo: the findings view has no review")
+	}
+	rev := all.Review
 	d.rep.Grade, d.rep.Findings = rev.Grade, len(rev.Findings)
-	d.printf("   summary:  grade %s, %d finding(s), coverage %s\n", rev.Grade, len(rev.Findings), rev.Coverage.State)
+	d.printf("   findings: %d finding(s) with their measured facts (%d bytes)\n", len(rev.Findings), len(allRaw))
 	focus, _, _, err := d.call(ctx, toolGet, map[string]any{"job_id": job.JobID, "view": "focus"})
 	if err != nil {
 		return err
 	}
-	d.printf("   focus:    %d finding(s) that are not nits\n", len(focus.Review.Findings))
+	d.printf("   focus:    %d actionable finding(s): an element, a concrete fix, not advisory\n", len(focus.Review.Findings))
 	for _, f := range focus.Review.Findings {
 		d.printf("     %-10s %-17s %-34s [%s] %s\n", f.Severity, f.Kind, safe(ref(f.ElementRef), 34), strings.Join(f.Viewports, ","), safe(f.Title, 80))
 	}
@@ -275,7 +288,7 @@ func (d *walk) steps(ctx context.Context) error {
 			panelHTML = rr.Contents[0].Text
 		}
 	}
-	if err := d.write("review.json", indent(sumRes, sumRaw)); err != nil {
+	if err := d.write("review.json", indent(allRes, allRaw)); err != nil {
 		return err
 	}
 	if err := d.write("panel.html", []byte(panelHTML)); err != nil {
@@ -464,6 +477,16 @@ func facts(f map[string]any) string {
 
 // safe shortens page-derived text to n runes and replaces control
 // characters, so a page cannot drive the terminal.
+// kinds renders counts by kind as "a 2, b 1", sorted by kind.
+func kinds(m map[string]int) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", safe(k, 40), m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
 func safe(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || (r >= 0x7f && r < 0xa0) {

@@ -72,10 +72,25 @@ type ToolError struct {
 
 func (e *ToolError) Error() string { return e.Code + ": " + e.Message }
 
+// summaryWire is the part of the summary view the walk prints.
+type summaryWire struct {
+	Grade    string         `json:"grade"`
+	Findings int            `json:"findings"`
+	ByKind   map[string]int `json:"by_kind"`
+	Coverage struct {
+		State string `json:"state"`
+	} `json:"coverage"`
+	Top []struct {
+		Severity string `json:"severity"`
+		Line     string `json:"line"`
+	} `json:"top_findings"`
+}
+
 type payload struct {
-	Job     jobWire     `json:"job"`
-	Budget  *budgetWire `json:"budget"`
-	Review  *reviewWire `json:"review"`
+	Job     jobWire      `json:"job"`
+	Budget  *budgetWire  `json:"budget"`
+	Summary *summaryWire `json:"summary"`
+	Review  *reviewWire  `json:"review"`
 	Recheck *struct {
 		Outcomes []outcomeWire `json:"outcomes"`
 	} `json:"recheck"`

@@ -58,7 +58,7 @@ func (s *staticTXT) LookupTXT(_ context.Context, name string) ([]string, error) 
 }
 
 // sampleResult is the first three findings of reviewtest.SampleResult: no
-// ungrounded blocker, so the focus view keeps exactly two.
+// ungrounded blocker; f_002 is advisory, so the focus view keeps exactly two.
 func sampleResult() *design.Result {
 	r := reviewtest.SampleResult()
 	r.Findings = r.Findings[:3]

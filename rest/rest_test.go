@@ -62,7 +62,7 @@ func TestReviewRoundTrip(t *testing.T) {
 	}
 	focus := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=focus", token: tok}).must(t, 200).conforms(t, "GetResult")
 	if n := len(focus.at("review", "findings").([]any)); n != 2 {
-		t.Fatalf("focus view has %d findings, want 2 (no nits)", n)
+		t.Fatalf("focus view has %d findings, want 2 (the actionable ones: f_002 is advisory)", n)
 	}
 	ev := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=evidence", token: tok}).must(t, 200).conforms(t, "GetResult")
 	data, err := base64.StdEncoding.DecodeString(ev.str("evidence", 0, "data"))

@@ -71,7 +71,7 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 			return nil, fault.Wrap(err, fault.InternalError, msgGetFailed)
 		}
 		if view == ViewFocus {
-			res.Findings = slices.DeleteFunc(res.Findings, func(f design.Finding) bool { return f.Severity == design.Nit })
+			res.Findings = slices.DeleteFunc(res.Findings, func(f design.Finding) bool { return !grounded(&f) })
 		}
 		out.Review = res
 		if view == ViewEvidence {

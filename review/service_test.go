@@ -224,8 +224,10 @@ func TestReviewLifecycle(t *testing.T) {
 	if g := get(""); g.Review == nil || len(g.Review.Findings) != 4 || g.Evidence != nil {
 		t.Fatalf("summary view = %+v", g.Review)
 	}
-	if g := get(review.ViewFocus); len(g.Review.Findings) != 3 || g.Review.Findings[2].ID != "f_004" {
-		t.Fatalf("focus view kept nits: %+v", g.Review.Findings)
+	// Focus keeps the actionable findings: f_002 is advisory and f_004
+	// names no element.
+	if g := get(review.ViewFocus); len(g.Review.Findings) != 2 || g.Review.Findings[0].ID != "f_001" || g.Review.Findings[1].ID != "f_003" {
+		t.Fatalf("focus view kept findings an agent cannot act on: %+v", g.Review.Findings)
 	}
 	if g := get(review.ViewSummary); len(g.Review.Findings) != 4 {
 		t.Fatal("focus view mutated the stored review")

@@ -120,7 +120,7 @@ func (a *adapter) evidenceResult(req *mcp.CallToolRequest, pl getPayload, out *r
 		blocks = append(blocks, &mcp.TextContent{Text: "Not reviewed: " + strings.Join(c.NotReviewed, ", ")})
 	}
 	pl.Presentation = pres
-	res, err := jsonResult(pl)
+	res, err := viewResult(pl, "")
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,12 @@
 // client only as data inside JSON, text blocks or the escaped panel, never as
 // a tool description or an instruction.
 //
-// Decisions: the findings view returns the same critique as summary, every
-// finding at once (no cursor: the input schema is the peer's, and a review
-// is bounded by 5 routes × 3 viewports); focus leaves out nits. The panel is
+// Decisions: summary is a condensed "summary" member (views.go), not the
+// critique; the findings view returns the whole critique, every finding at
+// once (no cursor: the input schema is the peer's, and a review is bounded
+// by 5 routes × 3 viewports); focus keeps only the actionable findings.
+// Text content is a short rendering and the data is in structuredContent
+// once (the peer repeats it as JSON text). The panel is
 // addressed by job id (ui://bastion/design-review/<job_id>) because reads
 // go through the principal-scoped Get, which is keyed by job. A client gets
 // the panel block only if it declares the MCP Apps extension

@@ -63,8 +63,10 @@ func toolDefs() []toolDef {
 	}, {
 		name:  ToolGet,
 		title: "Get design review",
-		description: "Get a review or recheck job: its status, or for a completed review the summary, findings, focus " +
-			"(nits left out) or evidence view (text and annotated screenshot crops, plus the review panel where the client supports MCP Apps); " +
+		description: "Get a review or recheck job: its status, or for a completed review one view: summary (the default: grade, counts by " +
+			"severity and kind, coverage and the three most important findings, a line each), findings (every finding with its measured facts), " +
+			"focus (only the actionable findings: an element, a concrete fix, not advisory) or evidence (annotated screenshot crops, " +
+			"plus the review panel where the client supports MCP Apps); " +
 			"for a completed recheck, its per-finding outcomes. Poll no faster than the returned poll_after_ms. Reads consume no review units. " +
 			"Every finding was measured on the captured page (review.provenance.source is \"measured\"): each names its route, viewports, " +
 			"element selector (element_ref), the measured facts and a concrete fix. Fix findings whose element_ref and suggestion are set; " +
@@ -165,7 +167,8 @@ func callReview(ctx context.Context, a *adapter, _ *mcp.CallToolRequest, p princ
 	if err != nil {
 		return nil, err
 	}
-	return jsonResult(submitPayload{SchemaVersion: out.SchemaVersion, Job: jobOf(out.Job), Budget: out.Budget})
+	pl := submitPayload{SchemaVersion: out.SchemaVersion, Job: jobOf(out.Job), Budget: out.Budget}
+	return viewResult(pl, statusText(pl.Job))
 }
 
 func callGet(ctx context.Context, a *adapter, req *mcp.CallToolRequest, p principal.Principal, raw json.RawMessage) (*mcp.CallToolResult, error) {
@@ -184,15 +187,22 @@ func callGet(ctx context.Context, a *adapter, req *mcp.CallToolRequest, p princi
 	pl := getPayload{SchemaVersion: out.SchemaVersion, Job: jobOf(out.Job)}
 	if out.Recheck != nil {
 		pl.Recheck = recheckOf(out.Recheck)
+		return viewResult(pl, statusText(pl.Job)+"\n"+recheckText(pl.Recheck))
 	}
 	if out.Review == nil {
-		return jsonResult(pl)
+		return viewResult(pl, statusText(pl.Job))
 	}
-	pl.Review = critiqueOf(out.Job.ReviewID, out.Review)
-	if view != review.ViewEvidence {
-		return jsonResult(pl)
+	c := critiqueOf(out.Job.ReviewID, out.Review)
+	switch view {
+	case review.ViewSummary:
+		pl.Summary = summaryOf(c)
+		return viewResult(pl, summaryText(pl.Summary, c))
+	case review.ViewEvidence:
+		pl.Review = c
+		return a.evidenceResult(req, pl, out)
 	}
-	return a.evidenceResult(req, pl, out)
+	pl.Review = c
+	return viewResult(pl, findingsText(c, string(view)))
 }
 
 func callRecheck(ctx context.Context, a *adapter, _ *mcp.CallToolRequest, p principal.Principal, raw json.RawMessage) (*mcp.CallToolResult, error) {
@@ -205,10 +215,12 @@ func callRecheck(ctx context.Context, a *adapter, _ *mcp.CallToolRequest, p prin
 		return nil, err
 	}
 	pl := recheckPayload{SchemaVersion: out.SchemaVersion, Job: jobOf(out.Job), Budget: out.Budget}
+	text := statusText(pl.Job)
 	if out.Recheck != nil {
 		pl.Recheck = recheckOf(out.Recheck)
+		text += "\n" + recheckText(pl.Recheck)
 	}
-	return jsonResult(pl)
+	return viewResult(pl, text)
 }
 
 func callCancel(ctx context.Context, a *adapter, _ *mcp.CallToolRequest, p principal.Principal, raw json.RawMessage) (*mcp.CallToolResult, error) {

@@ -49,7 +49,8 @@ type submitPayload struct {
 type getPayload struct {
 	SchemaVersion string        `json:"schema_version"`
 	Job           jobWire       `json:"job"`
-	Review        *critique     `json:"review,omitempty"`
+	Summary       *summaryWire  `json:"summary,omitempty"` // the summary view of a completed review
+	Review        *critique     `json:"review,omitempty"`  // the findings, focus and evidence views
 	Recheck       *recheckWire  `json:"recheck,omitempty"`
 	Presentation  *presentation `json:"presentation,omitempty"`
 }

@@ -196,7 +196,7 @@ func waitJob(t *testing.T, cs *mcp.ClientSession, jobID string, limit time.Durat
 	for {
 		r := mustCall(t, cs, "design_review_get", map[string]any{"job_id": jobID, "view": "status"})
 		if r.Job.Status != "queued" && r.Job.Status != "running" {
-			return mustCall(t, cs, "design_review_get", map[string]any{"job_id": jobID, "view": "summary"})
+			return mustCall(t, cs, "design_review_get", map[string]any{"job_id": jobID, "view": "findings"})
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("job %s still %s after %s", jobID, r.Job.Status, limit)

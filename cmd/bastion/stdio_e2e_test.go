@@ -252,7 +252,7 @@ func (s *stdio) wait(t *testing.T, jobID string, limit time.Duration) toolResult
 	for {
 		r := s.call(t, "design_review_get", map[string]any{"job_id": jobID, "view": "status"})
 		if r.Job.Status != "queued" && r.Job.Status != "running" {
-			return s.call(t, "design_review_get", map[string]any{"job_id": jobID, "view": "summary"})
+			return s.call(t, "design_review_get", map[string]any{"job_id": jobID, "view": "findings"})
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("job %s still %s after %s", jobID, r.Job.Status, limit)
