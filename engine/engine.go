@@ -35,7 +35,25 @@ type Request struct {
 	Routes    []string          // each starts with "/"; at least one
 	Viewports []design.Viewport // at least one
 	Tokens    []byte            // optional W3C DTCG token file; nil falls back to :root custom properties
+	// Progress, when set, is told how far the review has got: capturing
+	// with 0 of Total captures done, again as each capture ends, then
+	// judging. Calls may come from several goroutines at once and out of
+	// order; a receiver keeps the furthest (Stage, then Done). It must not
+	// block.
+	Progress func(Progress)
 }
+
+// Progress is how far a review has got.
+type Progress struct {
+	Stage       string // StageCapturing or StageJudging
+	Done, Total int    // captures (route × viewport) finished and planned
+}
+
+// The stages a review reports, in order.
+const (
+	StageCapturing = "capturing"
+	StageJudging   = "judging"
+)
 
 // RecheckRequest asks the engine to re-measure earlier findings after a fix.
 type RecheckRequest struct {

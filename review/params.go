@@ -34,10 +34,11 @@ type SubmitResult struct {
 // Job is a job as a client sees it.
 type Job struct {
 	JobID       string     `json:"job_id"`
-	Status      string     `json:"status"` // queued|running|completed|failed|cancelled
-	Kind        string     `json:"kind"`   // review|recheck
-	Stage       string     `json:"stage,omitempty"`
-	ReviewID    string     `json:"review_id"` // the review's id; a recheck's is the reviewed one
+	Status      string     `json:"status"`             // queued|running|completed|failed|cancelled
+	Kind        string     `json:"kind"`               // review|recheck
+	Stage       string     `json:"stage,omitempty"`    // waiting_for_capacity, capturing, judging, finalizing, cancelling…
+	Progress    *Progress  `json:"progress,omitempty"` // while capturing: captures done of planned
+	ReviewID    string     `json:"review_id"`          // the review's id; a recheck's is the reviewed one
 	CreatedAt   time.Time  `json:"created_at"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
 	PollAfterMS int64      `json:"poll_after_ms"`

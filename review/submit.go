@@ -144,8 +144,9 @@ func (s *Service) enqueue(ctx context.Context, tx store.Tx, j *store.Job) error 
 
 // jobView is the client's view of a job row.
 func (s *Service) jobView(j *store.Job, reused bool) Job {
+	stage, progress := decodeStage(j.Stage)
 	v := Job{
-		JobID: j.ID, Status: string(j.State), Kind: string(j.Kind), Stage: j.Stage, ReviewID: j.ReviewID,
+		JobID: j.ID, Status: string(j.State), Kind: string(j.Kind), Stage: stage, Progress: progress, ReviewID: j.ReviewID,
 		CreatedAt: j.CreatedAt, PollAfterMS: s.opts.PollAfter.Milliseconds(), ExpiresAt: j.ExpiresAt, Reused: reused,
 	}
 	if !j.CompletedAt.IsZero() {

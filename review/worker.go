@@ -198,7 +198,9 @@ func (s *Service) run(ctx context.Context, j *store.Job) (*store.JobFinishParams
 		if err := json.Unmarshal(j.Request, &req); err != nil {
 			return nil, fmt.Errorf("review: stored request: %w", err)
 		}
-		er := engine.Request{URL: req.URL, Routes: req.Routes}
+		w, stop := s.startStageWriter(ctx, j)
+		defer stop()
+		er := engine.Request{URL: req.URL, Routes: req.Routes, Progress: w.report}
 		for _, v := range req.Viewports {
 			er.Viewports = append(er.Viewports, design.Viewport(v))
 		}

@@ -146,7 +146,11 @@ func statusText(j jobWire) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s job %s: %s", j.Kind, j.JobID, j.Status)
 	if j.Stage != "" {
-		b.WriteString(" (" + j.Stage + ")")
+		b.WriteString(" (" + j.Stage)
+		if p := j.Progress; p != nil {
+			fmt.Fprintf(&b, ", %d of %d captures done", p.Done, p.Total)
+		}
+		b.WriteString(")")
 	}
 	if j.Error != nil {
 		fmt.Fprintf(&b, ": %s: %s", j.Error.Code, j.Error.Message)

@@ -19,6 +19,7 @@ type jobWire struct {
 	Status      string           `json:"status"`
 	Kind        string           `json:"kind"`
 	Stage       string           `json:"stage,omitempty"`
+	Progress    *review.Progress `json:"progress,omitempty"`
 	ReviewID    string           `json:"review_id"`
 	CreatedAt   string           `json:"created_at"`
 	CompletedAt string           `json:"completed_at,omitempty"`
@@ -30,7 +31,7 @@ type jobWire struct {
 
 func jobOf(j review.Job) jobWire {
 	w := jobWire{
-		JobID: j.JobID, Status: j.Status, Kind: j.Kind, Stage: j.Stage, ReviewID: j.ReviewID,
+		JobID: j.JobID, Status: j.Status, Kind: j.Kind, Stage: j.Stage, Progress: j.Progress, ReviewID: j.ReviewID,
 		CreatedAt: wireTime(j.CreatedAt), PollAfterMS: j.PollAfterMS, ExpiresAt: wireTime(j.ExpiresAt),
 		Reused: j.Reused, Error: j.Error,
 	}

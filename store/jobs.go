@@ -195,6 +195,27 @@ func (s Jobs) JobStart(ctx context.Context, p *JobStartParams) (*Job, error) {
 	return out, err
 }
 
+// JobSetStage implements Store. The row is read ForUpdate, so a stage
+// written as a cancel or a completion lands takes its turn and sees it.
+func (s Jobs) JobSetStage(ctx context.Context, p *JobSetStageParams) (bool, error) {
+	if p == nil {
+		return false, errNilParams
+	}
+	set := false
+	err := inTx(ctx, s.Driver, p.Tenant, func(tx ExecutorTx) error {
+		j, err := tx.JobGet(ctx, &JobGetParams{Tenant: p.Tenant, ID: p.ID, ForUpdate: true})
+		if err != nil {
+			return err
+		}
+		if j.State != Running || !j.CancelRequestedAt.IsZero() || j.Stage == p.Stage {
+			return nil
+		}
+		set = true
+		return tx.JobSetRunning(ctx, &JobSetRunningParams{Tenant: p.Tenant, ID: p.ID, Stage: p.Stage, Attempt: j.Attempt, At: p.At})
+	})
+	return set && err == nil, err
+}
+
 // settlement is what makes a job terminal; settle applies it.
 type settlement struct {
 	state     JobState

@@ -201,6 +201,13 @@ type JobStartParams struct {
 	Stage      string
 }
 
+// JobSetStageParams records how far a running job has got.
+type JobSetStageParams struct {
+	Tenant, ID string
+	Stage      string // free text to the store; review encodes it
+	At         time.Time
+}
+
 // JobFinishParams proposes a terminal state for a job.
 type JobFinishParams struct {
 	Tenant, ID   string
@@ -282,6 +289,10 @@ type Store interface {
 	// JobStart moves a queued (or re-attempted running) job to running and
 	// returns it. A terminal job is returned unchanged.
 	JobStart(ctx context.Context, p *JobStartParams) (*Job, error)
+	// JobSetStage sets a running job's stage and reports whether it did: a
+	// job that is not running, or whose cancel was requested (its stage is
+	// cancelling), is left unchanged.
+	JobSetStage(ctx context.Context, p *JobSetStageParams) (bool, error)
 	// JobFinish makes a job terminal unless it already is, settling its units.
 	JobFinish(ctx context.Context, p *JobFinishParams) (*JobFinishResult, error)
 	// JobCancel cancels a queued job at once, marks a running one as

@@ -125,6 +125,7 @@ type shot struct {
 	evidence bool
 	tokens   *tokens.Set
 	crops    map[design.Rect][]byte
+	done     func() // or nil: told when the capture ends (Request.Progress)
 }
 
 // Review implements engine.Engine.
@@ -150,10 +151,12 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (_ *design.Resu
 			jobs = append(jobs, &shot{route: r, vp: vp, evidence: true, tokens: fileTokens})
 		}
 	}
+	progress := startProgress(req.Progress, jobs)
 	captureStart := time.Now()
 	if err := e.captureAll(ctx, base, jobs); err != nil {
 		return nil, err
 	}
+	progress(engine.StageJudging)
 	judgeStart := time.Now()
 	e.opts.Observer.Stage("capture", judgeStart.Sub(captureStart))
 	defer func() { e.opts.Observer.Stage("judge", time.Since(judgeStart)) }()
@@ -297,6 +300,9 @@ func (e *Engine) captureOne(ctx context.Context, base *url.URL, j *shot) {
 	defer func() {
 		if e.opts.Progress != nil {
 			e.opts.Progress(j.route, j.vp, time.Since(start), j.err)
+		}
+		if j.done != nil {
+			j.done()
 		}
 	}()
 	u, err := e.routeURL(base, j.route)

@@ -209,6 +209,9 @@ type Engine struct {
 	// Outs are Recheck's outcomes: those whose FindingID the request
 	// names, in the request's order.
 	Outs []design.RecheckOutcome
+	// Steps are reported, in order, to a review's Request.Progress as the
+	// run begins, before Started and Gate.
+	Steps []engine.Progress
 
 	reviews atomic.Int32
 	last    atomic.Pointer[engine.RecheckRequest]
@@ -236,6 +239,11 @@ func (e *Engine) wait(ctx context.Context, what string) error {
 // Review implements review.Engine.
 func (e *Engine) Review(ctx context.Context, req engine.Request) (*design.Result, error) {
 	e.reviews.Add(1)
+	if req.Progress != nil {
+		for _, p := range e.Steps {
+			req.Progress(p)
+		}
+	}
 	if err := e.wait(ctx, req.URL); err != nil {
 		return nil, err
 	}

@@ -227,6 +227,51 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("SetStage", func(t *testing.T) {
+		t.Parallel()
+		ctx, s := setup(t)
+		mustCreate(t, s, newJob("t1", "p1", "job_a", "key-aaaaaaaa", t0))
+		set := func(stage string) bool {
+			t.Helper()
+			ok, err := s.JobSetStage(ctx, &store.JobSetStageParams{Tenant: "t1", ID: "job_a", Stage: stage, At: t0.Add(time.Second)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+		if set("capturing 0/2") {
+			t.Fatal("a queued job took a stage")
+		}
+		if _, err := s.JobStart(ctx, &store.JobStartParams{Tenant: "t1", ID: "job_a", Attempt: 2, At: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if !set("capturing 1/2") || set("capturing 1/2") {
+			t.Fatal("a running job's stage: first set not applied, or a repeat reported as a change")
+		}
+		j, err := s.JobGet(ctx, "t1", "job_a")
+		if err != nil || j.Stage != "capturing 1/2" || j.State != store.Running || j.Attempt != 2 || !j.StartedAt.Equal(t0) {
+			t.Fatalf("after set: %+v, %v", j, err)
+		}
+		if _, err := s.JobSetStage(ctx, &store.JobSetStageParams{Tenant: "t2", ID: "job_a", Stage: "x", At: t0}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("other tenant set: %v, want ErrNotFound", err)
+		}
+		if _, err := s.JobCancel(ctx, &store.JobCancelParams{Tenant: "t1", ID: "job_a", At: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if set("judging") {
+			t.Fatal("a stage overwrote cancelling")
+		}
+		if _, err := s.JobFinish(ctx, &store.JobFinishParams{Tenant: "t1", ID: "job_a", State: store.Cancelled, At: t0}); err != nil {
+			t.Fatal(err)
+		}
+		if set("judging") {
+			t.Fatal("a terminal job took a stage")
+		}
+		if j, _ := s.JobGet(ctx, "t1", "job_a"); j.Stage != store.StageCancelled {
+			t.Fatalf("terminal stage %q", j.Stage)
+		}
+	})
+
 	t.Run("FailRefundsAndKeepsReason", func(t *testing.T) {
 		t.Parallel()
 		ctx, s := setup(t)
