@@ -1,8 +1,5 @@
 // Package evidence cuts the annotated crop that shows an agent where a
 // finding is: the element's box, padded, outlined in a high-contrast colour,
-// at least MinWidth × MinHeight so a small control shows its surroundings,
-// its edges moved out (by at most Slack) onto rows and columns of plain
-// background so no line of text is cut through,
 // from a screenshot of the capture that found it (the full page, or the
 // region around the box that Area names, shot while the tab was live).
 //
@@ -29,10 +26,7 @@ import (
 
 // Geometry of a crop, in screenshot pixels (1 px per CSS px).
 const (
-	Pad       = 24  // space kept around the element's box
-	MinWidth  = 320 // a crop of a small element grows to this around it, so it shows where it is
-	MinHeight = 160
-	Slack     = 32   // how far an edge may move out to land on plain background
+	Pad       = 24   // space kept around the element's box
 	Stroke    = 2    // outline width
 	MaxWidth  = 1600 // a crop is cut to this, anchored at its top-left
 	MaxHeight = 1200
@@ -84,96 +78,26 @@ func DecodeAt(screenshot []byte, at image.Point) (*Page, error) {
 	return &Page{img: rgba}, nil
 }
 
-// Area is the part of a page of the given size to shoot for a crop of box:
-// everything the crop can show once its edges have moved out onto plain
-// background (see Page.Crop), clipped to the page. It is empty when box is
-// not a finite rectangle or lies outside the page.
+// Area is the part of a page of the given size that a crop of box shows:
+// the box, padded, clipped to the page and cut to MaxWidth × MaxHeight.
+// It is empty when box is not a finite rectangle or lies outside the page.
 func Area(box design.Rect, page image.Rectangle) image.Rectangle {
 	el, ok := pixelRect(box)
 	if !ok || !el.Overlaps(page) {
 		return image.Rectangle{}
 	}
-	return capSize(base(el, page).Inset(-Slack).Intersect(page), MaxWidth+2*Slack, MaxHeight+2*Slack)
+	return area(el, page)
 }
 
-// base is the crop before its edges move: the box, padded, grown evenly to
-// MinWidth × MinHeight, clipped to bounds and cut to MaxWidth × MaxHeight
-// less the slack, anchored at its top-left.
-func base(el, bounds image.Rectangle) image.Rectangle {
-	a := el.Inset(-Pad)
-	if d := MinWidth - a.Dx(); d > 0 {
-		a.Min.X, a.Max.X = a.Min.X-d/2, a.Max.X+d-d/2
+func area(el, bounds image.Rectangle) image.Rectangle {
+	a := image.Rect(el.Min.X-Pad, el.Min.Y-Pad, el.Max.X+Pad, el.Max.Y+Pad).Intersect(bounds)
+	if a.Dx() > MaxWidth {
+		a.Max.X = a.Min.X + MaxWidth
 	}
-	if d := MinHeight - a.Dy(); d > 0 {
-		a.Min.Y, a.Max.Y = a.Min.Y-d/2, a.Max.Y+d-d/2
-	}
-	return capSize(a.Intersect(bounds), MaxWidth-2*Slack, MaxHeight-2*Slack)
-}
-
-func capSize(a image.Rectangle, w, h int) image.Rectangle {
-	a.Max.X = min(a.Max.X, a.Min.X+w)
-	a.Max.Y = min(a.Max.Y, a.Min.Y+h)
-	return a
-}
-
-// area is the crop of el: base, each edge moved out to the nearest row or
-// column of plain background within Slack, where there is one, so a crop
-// does not cut a line of text in half.
-func (p *Page) area(el image.Rectangle) image.Rectangle {
-	bounds := p.img.Rect
-	a := base(el, bounds)
-	for y := a.Min.Y; y >= max(bounds.Min.Y, a.Min.Y-Slack); y-- {
-		if p.plainRow(y, a.Min.X, a.Max.X) {
-			a.Min.Y = y
-			break
-		}
-	}
-	for y := a.Max.Y - 1; y < min(bounds.Max.Y, a.Max.Y+Slack); y++ {
-		if p.plainRow(y, a.Min.X, a.Max.X) {
-			a.Max.Y = y + 1
-			break
-		}
-	}
-	for x := a.Min.X; x >= max(bounds.Min.X, a.Min.X-Slack); x-- {
-		if p.plainColumn(x, a.Min.Y, a.Max.Y) {
-			a.Min.X = x
-			break
-		}
-	}
-	for x := a.Max.X - 1; x < min(bounds.Max.X, a.Max.X+Slack); x++ {
-		if p.plainColumn(x, a.Min.Y, a.Max.Y) {
-			a.Max.X = x + 1
-			break
-		}
+	if a.Dy() > MaxHeight {
+		a.Max.Y = a.Min.Y + MaxHeight
 	}
 	return a
-}
-
-// plainRow reports whether the pixels of row y from x0 to x1 are all within
-// a few levels of the first: background, not the middle of a glyph.
-func (p *Page) plainRow(y, x0, x1 int) bool {
-	first := p.img.RGBAAt(x0, y)
-	for x := x0 + 1; x < x1; x++ {
-		if !near(p.img.RGBAAt(x, y), first) {
-			return false
-		}
-	}
-	return true
-}
-
-func (p *Page) plainColumn(x, y0, y1 int) bool {
-	first := p.img.RGBAAt(x, y0)
-	for y := y0 + 1; y < y1; y++ {
-		if !near(p.img.RGBAAt(x, y), first) {
-			return false
-		}
-	}
-	return true
-}
-
-func near(a, b color.RGBA) bool {
-	d := func(x, y uint8) bool { return max(x, y)-min(x, y) <= 6 }
-	return d(a.R, b.R) && d(a.G, b.G) && d(a.B, b.B) && d(a.A, b.A)
 }
 
 // Size returns the screenshot's width and height in pixels.
@@ -192,7 +116,7 @@ func (p *Page) Crop(box design.Rect) ([]byte, error) {
 	if !el.Overlaps(bounds) {
 		return nil, ErrOutside
 	}
-	area := p.area(el)
+	area := area(el, bounds)
 	if area.Empty() {
 		return nil, ErrOutside
 	}

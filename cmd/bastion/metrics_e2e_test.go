@@ -92,6 +92,24 @@ type metricWant struct {
 // after a run that submitted and completed a review through the gateway,
 // had a call denied by policy, and refused requests without or with bad
 // credentials.
+// scrapeIdle scrapes until the browser pool shows no busy slot: a capture's
+// tab is closed, and its slot released, after the review has answered, so
+// the first scrape after a completed job may still count it. The process
+// offers no event for that, so this polls; only the test's own timeout bounds
+// it, which a pool that never drains (a leak) runs into.
+func scrapeIdle(t *testing.T, admin string) map[string]*dto.MetricFamily {
+	t.Helper()
+	for {
+		mfs := scrapeFamilies(t, admin)
+		if mf, ok := mfs["bastion_browser_pool_busy"]; !ok {
+			return mfs
+		} else if sum, _ := sample(mf, nil); sum == 0 {
+			return mfs
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func checkMetrics(t *testing.T, mfs map[string]*dto.MetricFamily, wants []metricWant) {
 	t.Helper()
 	for _, w := range wants {

@@ -239,5 +239,5 @@ func TestServeGateway(t *testing.T) {
 	if st := waitGatewayJob(t, csA, job, 4*time.Minute); st != "completed" {
 		t.Errorf("the gateway's review ended %s", st)
 	}
-	checkMetrics(t, scrapeFamilies(t, s.admin), gatewayRunMetrics)
+	checkMetrics(t, scrapeIdle(t, s.admin), gatewayRunMetrics)
 }

@@ -177,7 +177,7 @@ func TestReviewEndToEnd(t *testing.T) {
 			continue
 		}
 		// The crop frames the box with the padding, wherever on the page.
-		if b := img.Bounds(); float64(b.Dx()) < min(f.Box.W, evidence.MaxWidth-2*evidence.Slack) || b.Dy() < 1 {
+		if b := img.Bounds(); float64(b.Dx()) < min(f.Box.W, evidence.MaxWidth-2*evidence.Pad) || b.Dy() < 1 {
 			t.Errorf("finding %s: crop %v smaller than its box %+v", f.ID, b, f.Box)
 		}
 	}
