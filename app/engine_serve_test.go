@@ -3,17 +3,14 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/bastion-mcp/bastion/app"
 	"github.com/bastion-mcp/bastion/enginehttp"
+	"github.com/bastion-mcp/bastion/enginehttp/enginetest"
 	"github.com/bastion-mcp/bastion/internal/testenv"
 	"github.com/bastion-mcp/bastion/review/reviewtest"
 )
@@ -50,30 +47,11 @@ func TestEngineServeReviewsOverChromium(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("RunEngineServe ended early: %v", err)
 	}
-	var last int64
+	cl := &enginetest.Client{T: t, Base: base, Installation: "acme", Secret: secret}
 	call := func(method, path, body string) (int, map[string]any) {
 		t.Helper()
-		last = max(time.Now().UnixMilli(), last+1)
-		ts := strconv.FormatInt(last, 10)
-		signed := body
-		if method != http.MethodPost {
-			signed = ""
-		}
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("x-gate-installation", "acme")
-		req.Header.Set("x-gate-timestamp", ts)
-		req.Header.Set("x-gate-signature", enginehttp.Sign([]byte(secret), ts, "acme", []byte(signed)))
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("%s %s: %q", method, path, b)
-		}
-		return res.StatusCode, m
+		st, _, m := cl.Do(method, path, body)
+		return st, m
 	}
 	st, m := call("POST", "/jobs", `{"idempotencyKey":"req-chromium-1","depth":"deep","request":{"url":"`+site.URL+`/","routes":["/"],"viewports":["desktop"]}}`)
 	if st != http.StatusAccepted {

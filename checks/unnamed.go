@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/bastion-mcp/bastion/design"
@@ -169,14 +170,8 @@ func collectUnnamed(ctx context.Context, s *Snapshot) error {
 
 // candidates runs candidatesFn and returns its elements' handles, in group.
 func candidates(ctx context.Context, group string) ([]runtime.RemoteObjectID, error) {
-	doc, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{
-		Expression: "({limit: " + fmt.Sprint(maxCandidates) + "})", ObjectGroup: group, Silent: ptr(true),
-	})
-	if err != nil || doc.Result == nil || doc.Result.ObjectID == "" {
-		return nil, fmt.Errorf("no object for the candidates' options: %w", err)
-	}
-	arr, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-		FunctionDeclaration: candidatesFn, ObjectID: doc.Result.ObjectID, ObjectGroup: group, Silent: ptr(true),
+	arr, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{
+		Expression: "(" + candidatesFn + ").call({limit: " + strconv.Itoa(maxCandidates) + "})", ObjectGroup: group, Silent: ptr(true),
 	})
 	if err == nil && arr.ExceptionDetails != nil {
 		err = fmt.Errorf("candidates threw: %s", arr.ExceptionDetails.Text)

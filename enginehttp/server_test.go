@@ -2,7 +2,6 @@ package enginehttp_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,63 +11,16 @@ import (
 	"time"
 
 	"github.com/bastion-mcp/bastion/enginehttp"
+	"github.com/bastion-mcp/bastion/enginehttp/enginetest"
 	"github.com/bastion-mcp/bastion/review/reviewtest"
 )
-
-// client is a job API client written from §14 alone: it signs
-// timestamp.installation.body (body "" for GET and DELETE) with the
-// installation's secret and sends the three x-gate headers.
-type client struct {
-	t      *testing.T
-	base   string
-	inst   string
-	secret string
-	skew   time.Duration // added to the timestamp, to test the window
-	last   int64         // the last timestamp sent
-}
-
-func (c *client) do(method, path, body string) (int, http.Header, map[string]any) {
-	c.t.Helper()
-	req, err := http.NewRequest(method, c.base+path, strings.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	// Two bodiless requests signed in the same millisecond have the same
-	// signature, which the server takes for a replay: timestamps go up.
-	c.last = max(time.Now().Add(c.skew).UnixMilli(), c.last+1)
-	ts := strconv.FormatInt(c.last, 10)
-	signed := body
-	if method != http.MethodPost {
-		signed = ""
-	}
-	req.Header.Set("content-type", "application/json")
-	req.Header.Set("x-gate-installation", c.inst)
-	req.Header.Set("x-gate-timestamp", ts)
-	req.Header.Set("x-gate-signature", enginehttp.Sign([]byte(c.secret), ts, c.inst, []byte(signed)))
-	return send(c.t, req)
-}
-
-func send(t *testing.T, req *http.Request) (int, http.Header, map[string]any) {
-	t.Helper()
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatalf("%s %s: body %q is not a JSON object", req.Method, req.URL.Path, b)
-	}
-	return res.StatusCode, res.Header, m
-}
 
 const (
 	acmeSecret   = "acme-secret-0123456789abcdefghijklmnop"
 	globexSecret = "globex-secret-0123456789abcdefghijklmn"
 )
 
-func newServer(t *testing.T, eng *reviewtest.Engine) (acme, globex *client) {
+func newServer(t *testing.T, eng *reviewtest.Engine) (acme, globex *enginetest.Client) {
 	t.Helper()
 	h := reviewtest.New(t, reviewtest.Options{Start: true, Engine: eng})
 	secrets, err := enginehttp.ParseSecrets([]byte("acme " + acmeSecret + "\nglobex " + globexSecret + "\n"))
@@ -80,7 +32,8 @@ func newServer(t *testing.T, eng *reviewtest.Engine) (acme, globex *client) {
 	srv.Config.Handler = enginehttp.NewHandler(h.Service, enginehttp.Options{Secrets: func() *enginehttp.Secrets { return secrets }, BaseURL: base})
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &client{t: t, base: srv.URL, inst: "acme", secret: acmeSecret}, &client{t: t, base: srv.URL, inst: "globex", secret: globexSecret}
+	return &enginetest.Client{T: t, Base: srv.URL, Installation: "acme", Secret: acmeSecret},
+		&enginetest.Client{T: t, Base: srv.URL, Installation: "globex", Secret: globexSecret}
 }
 
 func submitBody(key, url string) string {
@@ -97,22 +50,22 @@ func TestJobLifecycle(t *testing.T) {
 	gate := make(chan struct{})
 	acme, globex := newServer(t, &reviewtest.Engine{Gate: gate, Result: reviewtest.SampleResult()})
 	body := submitBody("req-00000001", "https://preview.example.com/")
-	st, _, m := acme.do("POST", "/jobs", body)
+	st, _, m := acme.Do("POST", "/jobs", body)
 	id, _ := m["jobId"].(string)
 	if st != http.StatusAccepted || id == "" {
 		t.Fatalf("submit: %d %v", st, m)
 	}
-	if st, _, m := acme.do("POST", "/jobs", body); st != http.StatusConflict || m["jobId"] != id {
+	if st, _, m := acme.Do("POST", "/jobs", body); st != http.StatusConflict || m["jobId"] != id {
 		t.Fatalf("replay: %d %v, want 409 with jobId %s", st, m, id)
 	}
-	if st, _, m := acme.do("POST", "/jobs", submitBody("req-00000001", "https://other.example.com/")); st != http.StatusConflict || m["error"] != "idempotency_conflict" {
+	if st, _, m := acme.Do("POST", "/jobs", submitBody("req-00000001", "https://other.example.com/")); st != http.StatusConflict || m["error"] != "idempotency_conflict" {
 		t.Fatalf("conflict: %d %v", st, m)
 	}
-	st, hdr, m := acme.do("GET", "/jobs/"+id, "")
+	st, hdr, m := acme.Do("GET", "/jobs/"+id, "")
 	if st != http.StatusOK || hdr.Get("x-schema-version") != "1" || (m["state"] != "pending" && m["state"] != "running") {
 		t.Fatalf("poll before the engine finishes: %d %v %v", st, hdr.Get("x-schema-version"), m)
 	}
-	if st, _, m := globex.do("GET", "/jobs/"+id, ""); st != http.StatusNotFound {
+	if st, _, m := globex.Do("GET", "/jobs/"+id, ""); st != http.StatusNotFound {
 		t.Fatalf("another installation read the job: %d %v", st, m)
 	}
 	close(gate)
@@ -120,7 +73,7 @@ func TestJobLifecycle(t *testing.T) {
 		if m["state"] == "failed" {
 			t.Fatalf("job failed: %v", m)
 		}
-		_, _, m = acme.do("GET", "/jobs/"+id, "")
+		_, _, m = acme.Do("GET", "/jobs/"+id, "")
 	}
 	res := m["result"].(map[string]any)
 	if res["grade"] != "needs_work" || res["confidenceUnavailableReason"] == "" || res["metadata"].(map[string]any)["model"] != "none" {
@@ -150,10 +103,10 @@ func TestJobLifecycle(t *testing.T) {
 	if r, err := http.Get(shot[:len(shot)-2] + "00"); err != nil || r.StatusCode != http.StatusForbidden {
 		t.Fatalf("tampered artifact URL: %v %v", r, err)
 	}
-	if st, _, m := acme.do("DELETE", "/jobs/"+id, ""); st != http.StatusOK || m["cancelling"] != false {
+	if st, _, m := acme.Do("DELETE", "/jobs/"+id, ""); st != http.StatusOK || m["cancelling"] != false {
 		t.Fatalf("cancel of a completed job: %d %v", st, m)
 	}
-	if st, _, _ := acme.do("DELETE", "/jobs/job_00000000-0000-4000-8000-000000000000", ""); st != http.StatusNotFound {
+	if st, _, _ := acme.Do("DELETE", "/jobs/job_00000000-0000-4000-8000-000000000000", ""); st != http.StatusNotFound {
 		t.Fatalf("cancel of an unknown job: %d", st)
 	}
 }
@@ -164,14 +117,14 @@ func TestCancelRunning(t *testing.T) {
 	t.Parallel()
 	started := make(chan string, 1)
 	acme, _ := newServer(t, &reviewtest.Engine{Gate: make(chan struct{}), Started: started, Result: reviewtest.SampleResult()})
-	_, _, m := acme.do("POST", "/jobs", submitBody("req-00000002", "https://preview.example.com/"))
+	_, _, m := acme.Do("POST", "/jobs", submitBody("req-00000002", "https://preview.example.com/"))
 	id := m["jobId"].(string)
 	<-started
-	if st, _, m := acme.do("DELETE", "/jobs/"+id, ""); st != http.StatusOK || m["cancelling"] != true {
+	if st, _, m := acme.Do("DELETE", "/jobs/"+id, ""); st != http.StatusOK || m["cancelling"] != true {
 		t.Fatalf("cancel: %d %v", st, m)
 	}
 	for {
-		_, _, m = acme.do("GET", "/jobs/"+id, "")
+		_, _, m = acme.Do("GET", "/jobs/"+id, "")
 		if m["state"] == "failed" {
 			break
 		}
@@ -195,56 +148,56 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("%s: %d %v, want 401 {error: unauthorized}", name, st, m)
 		}
 	}
-	req, _ := http.NewRequest("GET", acme.base+"/jobs/job_00000001", nil)
-	st, _, m := send(t, req)
+	req, _ := http.NewRequest("GET", acme.Base+"/jobs/job_00000001", nil)
+	st, _, m := enginetest.Send(t, req)
 	unauthorized("unsigned", st, m)
 
 	wrong := *acme
-	wrong.secret = globexSecret
-	st, _, m = wrong.do("GET", "/jobs/job_00000001", "")
+	wrong.Secret = globexSecret
+	st, _, m = wrong.Do("GET", "/jobs/job_00000001", "")
 	unauthorized("wrong secret", st, m)
 
 	stale := *acme
-	stale.skew = -enginehttp.MaxSkew - time.Minute
-	st, _, m = stale.do("POST", "/jobs", submitBody("req-00000003", "https://preview.example.com/"))
+	stale.Skew = -enginehttp.MaxSkew - time.Minute
+	st, _, m = stale.Do("POST", "/jobs", submitBody("req-00000003", "https://preview.example.com/"))
 	unauthorized("stale", st, m)
 
 	// A replay: the same signed request twice.
 	body := submitBody("req-00000004", "https://preview.example.com/")
 	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	mk := func() *http.Request {
-		r, _ := http.NewRequest("POST", acme.base+"/jobs", strings.NewReader(body))
+		r, _ := http.NewRequest("POST", acme.Base+"/jobs", strings.NewReader(body))
 		r.Header.Set("x-gate-installation", "acme")
 		r.Header.Set("x-gate-timestamp", ts)
 		r.Header.Set("x-gate-signature", enginehttp.Sign([]byte(acmeSecret), ts, "acme", []byte(body)))
 		return r
 	}
-	if st, _, m := send(t, mk()); st != http.StatusAccepted {
+	if st, _, m := enginetest.Send(t, mk()); st != http.StatusAccepted {
 		t.Fatalf("first: %d %v", st, m)
 	}
-	st, _, m = send(t, mk())
+	st, _, m = enginetest.Send(t, mk())
 	unauthorized("replayed", st, m)
 
 	big := `{"idempotencyKey":"req-00000005","request":{"url":"https://preview.example.com/","x":"` + strings.Repeat("a", enginehttp.DefaultMaxBodyBytes) + `"}}`
-	if st, _, m := acme.do("POST", "/jobs", big); st != http.StatusRequestEntityTooLarge {
+	if st, _, m := acme.Do("POST", "/jobs", big); st != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized: %d %v, want 413", st, m)
 	}
-	r, _ := http.NewRequest("GET", acme.base+"/jobs/job_00000001", bytes.NewReader([]byte("{}")))
+	r, _ := http.NewRequest("GET", acme.Base+"/jobs/job_00000001", bytes.NewReader([]byte("{}")))
 	ts = strconv.FormatInt(time.Now().UnixMilli(), 10)
 	r.Header.Set("x-gate-installation", "acme")
 	r.Header.Set("x-gate-timestamp", ts)
 	r.Header.Set("x-gate-signature", enginehttp.Sign([]byte(acmeSecret), ts, "acme", nil))
-	st, _, m = send(t, r)
+	st, _, m = enginetest.Send(t, r)
 	unauthorized("GET with a body", st, m)
 
-	if st, _, m := acme.do("POST", "/jobs", submitBody("req-00000006", "https://evil.example.net/")); st != http.StatusUnprocessableEntity || m["code"] != "DOMAIN_UNVERIFIED" {
+	if st, _, m := acme.Do("POST", "/jobs", submitBody("req-00000006", "https://evil.example.net/")); st != http.StatusUnprocessableEntity || m["code"] != "DOMAIN_UNVERIFIED" {
 		t.Errorf("unverified target: %d %v, want 422 DOMAIN_UNVERIFIED", st, m)
 	}
-	if st, _, m := acme.do("POST", "/jobs", `{"idempotencyKey":"x"}`); st != http.StatusBadRequest {
+	if st, _, m := acme.Do("POST", "/jobs", `{"idempotencyKey":"x"}`); st != http.StatusBadRequest {
 		t.Errorf("no request: %d %v, want 400", st, m)
 	}
-	req, _ = http.NewRequest("GET", acme.base+"/readyz", nil)
-	if st, _, m := send(t, req); st != http.StatusOK {
+	req, _ = http.NewRequest("GET", acme.Base+"/readyz", nil)
+	if st, _, m := enginetest.Send(t, req); st != http.StatusOK {
 		t.Errorf("readyz: %d %v", st, m)
 	}
 }

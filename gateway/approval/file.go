@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/bastion-mcp/bastion/internal/atomicfile"
 )
 
 // File keeps approvals in one JSON file, so `bastion approvals`
 // in another process can decide what a running gateway parked. Every
-// operation re-reads the file and replaces it atomically (write, fsync,
-// rename); within one process a mutex serializes them. Two processes that
+// operation re-reads the file and replaces it atomically
+// (atomicfile.WriteFile); within one process a mutex serializes them. Two processes that
 // write in the same instant can lose one update (the file has no lock);
 // the loser's effect is a call that stays parked, never one admitted.
 type File struct {
@@ -57,23 +59,7 @@ func (f *File) save(list []Approval) error {
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 		return fmt.Errorf("approval: approvals: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".approvals-*")
-	if err != nil {
-		return fmt.Errorf("approval: approvals: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("approval: approvals: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("approval: approvals: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("approval: approvals: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
+	if err := atomicfile.WriteFile(f.path, append(b, '\n')); err != nil {
 		return fmt.Errorf("approval: approvals: %w", err)
 	}
 	return nil

@@ -1,6 +1,7 @@
 // Package atomicfile replaces small files whole and serializes the
 // read-modify-write cycles of several processes over one file: the pins
-// file and the engine's installation secrets are written through it.
+// file, the approvals queue and the engine's installation secrets are
+// written through it.
 //
 // Invariants: a reader sees the old bytes or the new bytes, never a mix;
 // once WriteFile returns nil the new bytes and the rename survive a crash.
