@@ -285,6 +285,7 @@ func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 		"TargetList":         targetList{},
 		"Error":              envelope{},
 		"Facts":              design.Facts{},
+		"Summary":            reviewmcp.Summary{},
 	}
 	check := func(name string, s openAPISchema, typ reflect.Type) {
 		if typ.Kind() == reflect.Map {

@@ -50,11 +50,14 @@ func TestReviewRoundTrip(t *testing.T) {
 	if st.str("job", "status") != "completed" || st.at("review") != nil {
 		t.Fatalf("status view = %s", st.raw)
 	}
+	// The summary view (the default) is the condensed summary, not the review.
 	sum := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id, token: tok}).must(t, 200).conforms(t, "GetResult")
-	if sum.str("review", "grade") != "needs_work" || len(sum.at("review", "findings").([]any)) != 3 || sum.at("evidence") != nil {
+	if sum.str("summary", "grade") != "needs_work" || sum.at("summary", "findings") != 3.0 || sum.at("review") != nil ||
+		sum.at("evidence") != nil || sum.str("summary", "top_findings", 0, "finding_id") != "f_001" {
 		t.Fatalf("summary view = %s", sum.raw)
 	}
 	// The MCP tools' member names, and the box in lower case.
+	sum = e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=findings", token: tok}).must(t, 200).conforms(t, "GetResult")
 	if sum.str("review", "findings", 0, "finding_id") != "f_001" || sum.str("review", "findings", 0, "element_ref") != "#cta" ||
 		sum.str("review", "findings", 0, "bastion_severity") != "major" || sum.str("review", "findings", 0, "severity") != "should_fix" ||
 		sum.at("review", "findings", 1, "box", "y") != 200.0 || sum.at("review", "findings", 1, "box", "w") != 320.0 {

@@ -1,9 +1,12 @@
 package rest
 
 import (
+	"net/url"
+	"strconv"
+	"time"
+
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/review"
-	"net/url"
 )
 
 // idempotencyHeader names the request's idempotency key as a header; it
@@ -50,18 +53,39 @@ func (h *handler) get(c *call) (any, error) {
 	}
 	q := c.r.URL.Query()
 	for k, vs := range q {
-		if k != "view" {
+		if k != "view" && k != "wait" {
 			return nil, fault.New(fault.InvalidArgument, "unknown query parameter %q", echo(k))
 		}
 		if len(vs) > 1 {
-			return nil, fault.New(fault.InvalidArgument, "view: give it at most once")
+			return nil, fault.New(fault.InvalidArgument, "%s: give it at most once", k)
 		}
 	}
-	out, err := h.svc.Get(c.r.Context(), c.p, &review.GetParams{JobID: c.r.PathValue("job_id"), View: review.View(q.Get("view"))})
+	wait, err := waitParam(q.Get("wait"))
 	if err != nil {
 		return nil, err
 	}
-	return getOf(out), nil
+	in := &review.GetParams{JobID: c.r.PathValue("job_id"), View: review.View(q.Get("view")), WaitMS: wait}
+	out, err := h.svc.Get(c.r.Context(), c.p, in)
+	if err != nil {
+		return nil, err
+	}
+	return getOf(out, in.View), nil
+}
+
+// waitParam reads ?wait=: a duration ("20s", "500ms") or a bare number of
+// milliseconds, as the MCP tool's wait_ms. Bounds are review.Get's.
+func waitParam(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fault.New(fault.InvalidArgument, "wait: give a duration such as 20s or a number of milliseconds")
+	}
+	return d.Milliseconds(), nil
 }
 
 // recheckBody is POST /reviews/{review_id}/recheck's body: RecheckParams

@@ -60,16 +60,24 @@ func recheckOf(r *review.RecheckReport) *reviewmcp.Recheck {
 type getResponse struct {
 	SchemaVersion string             `json:"schema_version"`
 	Job           review.Job         `json:"job"`
-	Review        *reviewWire        `json:"review,omitempty"`
+	Summary       *reviewmcp.Summary `json:"summary,omitempty"` // the summary view's
+	Review        *reviewWire        `json:"review,omitempty"`  // every other view's
 	Recheck       *reviewmcp.Recheck `json:"recheck,omitempty"`
 	Evidence      []evidence         `json:"evidence,omitempty"`
 }
 
-func getOf(out *review.GetResult) getResponse {
-	return getResponse{
-		SchemaVersion: out.SchemaVersion, Job: out.Job, Review: reviewOf(out.Job.ReviewID, out.Review),
-		Recheck: recheckOf(out.Recheck), Evidence: renderEvidence(out.Evidence),
+// getOf maps a Get's answer for view: the summary view (the default) carries
+// the condensed summary instead of the whole review, as the MCP tool's does.
+func getOf(out *review.GetResult, view review.View) getResponse {
+	r := getResponse{SchemaVersion: out.SchemaVersion, Job: out.Job, Recheck: recheckOf(out.Recheck), Evidence: renderEvidence(out.Evidence)}
+	switch {
+	case out.Review == nil:
+	case view == "" || view == review.ViewSummary:
+		r.Summary = reviewmcp.SummaryOf(out.Job.ReviewID, out.Review)
+	default:
+		r.Review = reviewOf(out.Job.ReviewID, out.Review)
 	}
+	return r
 }
 
 type evidence struct {

@@ -37,6 +37,7 @@ func (s *Service) Cancel(ctx context.Context, p principal.Principal, in *CancelP
 	if err != nil {
 		return nil, fault.From(err, msgCancelFailed)
 	}
+	s.changes.notify()
 	out := &CancelResult{SchemaVersion: SchemaVersion, JobID: j.ID, Status: string(res.Job.State), Decision: res.Decision}
 	if t := res.Job.CancelRequestedAt; !t.IsZero() {
 		out.CancellationRequestedAt = &t

@@ -50,11 +50,19 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 	if err := checkKey("job_id", in.JobID, 8); err != nil {
 		return nil, err
 	}
+	if in.WaitMS < 0 || in.WaitMS > MaxWait.Milliseconds() {
+		return nil, invalid("wait_ms", "must be between 0 and %d", MaxWait.Milliseconds())
+	}
 	j, err := s.lookup(ctx, p, in.JobID, "no job with id "+in.JobID, msgGetFailed)
 	if err != nil {
 		return nil, err
 	}
-	out := &GetResult{SchemaVersion: SchemaVersion, Job: s.jobView(j, false)}
+	if in.WaitMS > 0 && !j.State.Terminal() {
+		if j, err = s.await(ctx, p, j, in); err != nil {
+			return nil, err
+		}
+	}
+	out := &GetResult{SchemaVersion: SchemaVersion, Job: s.jobView(ctx, j, false)}
 	if view == ViewStatus || j.State != store.Completed {
 		return out, nil
 	}

@@ -78,6 +78,13 @@ const (
 type GetParams struct {
 	JobID string `json:"job_id"`
 	View  View   `json:"view,omitempty"`
+	// WaitMS, when positive, holds the answer until the job changes state
+	// (queued, running, a terminal state) or WaitMS passes, at most MaxWait.
+	WaitMS int64 `json:"wait_ms,omitempty"`
+	// OnProgress, when set with WaitMS, is told the job as the wait starts
+	// and at each change of its stage while the wait lasts. It is called on
+	// the Get's goroutine and must not block for long.
+	OnProgress func(Job) `json:"-"`
 }
 
 // GetResult is a job and, per view, its data. Rendering it as MCP content is

@@ -122,5 +122,6 @@ func (w *stageWriter) run(ctx context.Context) {
 			continue
 		}
 		stored = stage
+		w.s.changes.notify()
 	}
 }

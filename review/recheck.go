@@ -44,7 +44,7 @@ func (s *Service) Recheck(ctx context.Context, p principal.Principal, in *Rechec
 		if err != nil {
 			return nil, err
 		}
-		out := &RecheckResult{SchemaVersion: SchemaVersion, Job: s.jobView(j, true), Budget: replayBudget(bal)}
+		out := &RecheckResult{SchemaVersion: SchemaVersion, Job: s.jobView(ctx, j, true), Budget: replayBudget(bal)}
 		if j.State == store.Completed {
 			var rep RecheckReport
 			if json.Unmarshal(j.Result, &rep) == nil {
@@ -124,7 +124,7 @@ func (s *Service) Recheck(ctx context.Context, p principal.Principal, in *Rechec
 	if err != nil {
 		return nil, s.createError(err, msgRecheckFailed, "client_request_id was reused with different recheck arguments")
 	}
-	return &RecheckResult{SchemaVersion: SchemaVersion, Job: s.jobView(created.Job, created.Reused), Budget: createBudget(created)}, nil
+	return &RecheckResult{SchemaVersion: SchemaVersion, Job: s.jobView(ctx, created.Job, created.Reused), Budget: createBudget(created)}, nil
 }
 
 func sameHostError() error {

@@ -109,6 +109,10 @@ type Options struct {
 	StaleAfter time.Duration
 	// Workers is how many jobs run at once in this process. Default 2.
 	Workers int
+	// WaitPollInterval is how often a Get with wait_ms re-reads its job,
+	// to see changes made by other processes (this process's own changes
+	// wake it at once). Default 500ms.
+	WaitPollInterval time.Duration
 	// CancelPollInterval is how often a running job checks the store for a
 	// cancel requested by another process. Default 1s.
 	CancelPollInterval time.Duration
@@ -149,6 +153,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Workers = 2
 	}
 	def(&o.CancelPollInterval, time.Second)
+	def(&o.WaitPollInterval, 500*time.Millisecond)
 	def(&o.SweepInterval, time.Minute)
 	def(&o.FetchPollInterval, time.Second)
 	o.RecheckLimits = o.RecheckLimits.withDefaults()
@@ -175,6 +180,9 @@ type Service struct {
 	running   map[string]context.CancelCauseFunc // tenant\x00job id → stop the job's run
 	stopSweep context.CancelFunc                 // nil unless started
 	sweepDone chan struct{}
+
+	changes *jobChanges // wakes waiting Gets when this process changes a job
+	pace    pace        // this process's job and capture durations, for poll_after_ms
 }
 
 // queue is the durable job queue: River over the store's database.
@@ -206,6 +214,7 @@ func New[TTx any](deps Deps, driver riverdriver.Driver[TTx], opts Options) (*Ser
 		tracer:  deps.Tracer,
 		opts:    opts,
 		running: map[string]context.CancelCauseFunc{},
+		changes: newJobChanges(),
 	}
 	if s.met == nil {
 		s.met = noMetrics{}

@@ -52,7 +52,7 @@ func (s *Service) submit(ctx context.Context, p principal.Principal, in *SubmitP
 		if err != nil {
 			return nil, err
 		}
-		return &SubmitResult{SchemaVersion: SchemaVersion, Job: s.jobView(j, true), Budget: replayBudget(bal)}, nil
+		return &SubmitResult{SchemaVersion: SchemaVersion, Job: s.jobView(ctx, j, true), Budget: replayBudget(bal)}, nil
 	}
 	canonical, host, err := s.auth.AuthorizeTarget(ctx, p.Tenant(), req.URL)
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *Service) submit(ctx context.Context, p principal.Principal, in *SubmitP
 	if !res.Reused {
 		s.met.JobSubmitted(string(store.KindReview))
 	}
-	return &SubmitResult{SchemaVersion: SchemaVersion, Job: s.jobView(res.Job, res.Reused), Budget: createBudget(res)}, nil
+	return &SubmitResult{SchemaVersion: SchemaVersion, Job: s.jobView(ctx, res.Job, res.Reused), Budget: createBudget(res)}, nil
 }
 
 // replay returns the job already bound to key, if any, with the tenant's
@@ -143,11 +143,11 @@ func (s *Service) enqueue(ctx context.Context, tx store.Tx, j *store.Job) error 
 }
 
 // jobView is the client's view of a job row.
-func (s *Service) jobView(j *store.Job, reused bool) Job {
+func (s *Service) jobView(ctx context.Context, j *store.Job, reused bool) Job {
 	stage, progress := decodeStage(j.Stage)
 	v := Job{
 		JobID: j.ID, Status: string(j.State), Kind: string(j.Kind), Stage: stage, Progress: progress, ReviewID: j.ReviewID,
-		CreatedAt: j.CreatedAt, PollAfterMS: s.opts.PollAfter.Milliseconds(), ExpiresAt: j.ExpiresAt, Reused: reused,
+		CreatedAt: j.CreatedAt, PollAfterMS: s.pollAfter(ctx, j).Milliseconds(), ExpiresAt: j.ExpiresAt, Reused: reused,
 	}
 	if !j.CompletedAt.IsZero() {
 		t := j.CompletedAt

@@ -88,6 +88,7 @@ func (s *Service) work(ctx context.Context, args jobArgs, attempt, maxAttempts i
 	if err != nil {
 		return err
 	}
+	s.changes.notify()
 	if j.State.Terminal() {
 		return nil // cancelled before it started, or expired
 	}
@@ -155,6 +156,7 @@ func (s *Service) finish(ctx context.Context, j *store.Job, p *store.JobFinishPa
 		s.log.Info("review: late outcome dropped", "job", j.ID, "state", res.Job.State, "proposed", p.State)
 		return nil
 	}
+	s.changes.notify()
 	s.met.JobFinished(string(j.Kind), string(p.State), finishReason(p))
 	if p.State == store.Completed && j.Kind == store.KindReview {
 		s.countFindings(p.Result)
@@ -204,10 +206,12 @@ func (s *Service) run(ctx context.Context, j *store.Job) (*store.JobFinishParams
 		for _, v := range req.Viewports {
 			er.Viewports = append(er.Viewports, design.Viewport(v))
 		}
+		began := time.Now()
 		res, err := s.engine.Review(ctx, er)
 		if err != nil {
 			return nil, err
 		}
+		s.pace.observe(time.Since(began), len(er.Routes)*len(er.Viewports))
 		if res == nil {
 			return nil, fault.New(fault.JudgmentFailed, "the engine returned no result")
 		}

@@ -51,7 +51,7 @@ func TestSchemaViolationsAreTypedInvalidArgument(t *testing.T) {
 		{"GetShortJob", reviewmcp.ToolGet, `{"job_id":"job_1"}`, "job_id: must be at least 8 character(s) long"},
 		{"GetJobWrongType", reviewmcp.ToolGet, `{"job_id":12345678}`, "job_id: must be a string"},
 		{"GetViewUnknown", reviewmcp.ToolGet, `{"job_id":"job_12345678","view":"everything"}`, "view: must be one of status, summary, findings, focus, evidence"},
-		{"GetUnknownProperty", reviewmcp.ToolGet, `{"job_id":"job_12345678","cursor":"x"}`, "cursor: is not a property of this tool's input (known: job_id, view)"},
+		{"GetUnknownProperty", reviewmcp.ToolGet, `{"job_id":"job_12345678","cursor":"x"}`, "cursor: is not a property of this tool's input (known: job_id, view, wait_ms)"},
 		{"RecheckMissingReview", reviewmcp.ToolRecheck, `{"finding_ids":["f_001"],` + key + `}`, "review_id: is required"},
 		{"RecheckMissingFindings", reviewmcp.ToolRecheck, `{"review_id":"rev_12345678",` + key + `}`, "finding_ids: is required"},
 		{"RecheckNoFindings", reviewmcp.ToolRecheck, `{"review_id":"rev_12345678","finding_ids":[],` + key + `}`, "finding_ids: must have at least 1 item(s)"},

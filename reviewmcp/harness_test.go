@@ -49,6 +49,9 @@ type clientOpts struct {
 	apps     bool // declare MCP Apps (io.modelcontextprotocol/ui with the mcp-app profile)
 	noImages bool // the server's Options.NoImages
 	anon     bool // no principal at all
+	// progress, when set, receives the notifications/progress the server
+	// sends this client.
+	progress func(*mcp.ProgressNotificationClientRequest)
 }
 
 // client is an MCP client session on a fresh server over the harness's
@@ -78,7 +81,12 @@ func (h *harness) connect(t testing.TB, p principal.Principal, o clientOpts) *cl
 	if o.apps {
 		caps.AddExtension("io.modelcontextprotocol/ui", map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}})
 	}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "reviewmcp-test", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+	cl := mcp.NewClient(&mcp.Implementation{Name: "reviewmcp-test", Version: "1"},
+		&mcp.ClientOptions{Capabilities: caps, ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			if o.progress != nil {
+				o.progress(r)
+			}
+		}})
 	cs, err := cl.Connect(ctx, ct, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -236,13 +244,13 @@ type submitOut struct {
 	Budget review.Budget `json:"budget"`
 }
 
-// waitDone polls design_review_get's status view until the job is
-// terminal.
+// waitDone reads design_review_get's status view, each read held with
+// wait_ms until the job changes state, until the job is terminal.
 func (c *client) waitDone(jobID string) jobOut {
 	c.t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
-		res := c.call(reviewmcp.ToolGet, map[string]any{"job_id": jobID, "view": "status"})
+		res := c.call(reviewmcp.ToolGet, map[string]any{"job_id": jobID, "view": "status", "wait_ms": 25000})
 		wantOK(c.t, res)
 		var out struct {
 			Job jobOut `json:"job"`
@@ -252,7 +260,6 @@ func (c *client) waitDone(jobID string) jobOut {
 		case "completed", "failed", "cancelled":
 			return out.Job
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	c.t.Fatalf("job %s did not finish", jobID)
 	return jobOut{}

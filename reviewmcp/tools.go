@@ -67,7 +67,9 @@ func toolDefs() []toolDef {
 			"severity and kind, coverage and the three most important findings, a line each), findings (every finding with its measured facts), " +
 			"focus (only the actionable findings: an element, a concrete fix, not advisory) or evidence (annotated screenshot crops, " +
 			"plus the review panel where the client supports MCP Apps); " +
-			"for a completed recheck, its per-finding outcomes. Poll no faster than the returned poll_after_ms. Reads consume no review units. " +
+			"for a completed recheck, its per-finding outcomes. Poll no faster than the returned poll_after_ms, or pass wait_ms (at most 25000) " +
+			"to have the answer held until the job changes state; with a progressToken, notifications/progress tell its stage meanwhile. " +
+			"Reads consume no review units. " +
 			"Every finding was measured on the captured page (review.provenance.source is \"measured\"): each names its route, viewports, " +
 			"element selector (element_ref), the measured facts and a concrete fix. Fix findings whose element_ref and suggestion are set; " +
 			"advisory findings need a human's judgment.",
@@ -175,6 +177,9 @@ func callGet(ctx context.Context, a *adapter, req *mcp.CallToolRequest, p princi
 	in, err := decode[review.GetParams](raw)
 	if err != nil {
 		return nil, err
+	}
+	if in.WaitMS > 0 {
+		in.OnProgress = progressReporter(ctx, req)
 	}
 	out, err := a.svc.Get(ctx, p, in)
 	if err != nil {

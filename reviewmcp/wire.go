@@ -253,7 +253,13 @@ type (
 	Critique        = critique
 	CritiqueFinding = critiqueFinding
 	Recheck         = recheckWire
+	Summary         = summaryWire
 )
+
+// SummaryOf condenses a review as the summary view does; see summaryOf.
+func SummaryOf(reviewID string, res *design.Result) *Summary {
+	return summaryOf(critiqueOf(reviewID, res))
+}
 
 // CritiqueOf maps an engine result onto the wire Critique; see critiqueOf.
 func CritiqueOf(reviewID string, res *design.Result) *Critique { return critiqueOf(reviewID, res) }

@@ -62,6 +62,8 @@ type Executor interface {
 	JobGetByKey(ctx context.Context, tenant, principalID, clientRequestID string) (*Job, error)
 	// JobGetReview reads the review job (kind review) of a review id.
 	JobGetReview(ctx context.Context, tenant, reviewID string) (*Job, error)
+	// JobCountQueued counts the tenant's queued jobs created before before.
+	JobCountQueued(ctx context.Context, tenant string, before time.Time) (int, error)
 	// JobInsert writes a new row from j's creation fields (those
 	// JobCreateParams.Job names, plus State and Stage).
 	JobInsert(ctx context.Context, j *Job) error

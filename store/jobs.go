@@ -41,6 +41,19 @@ func (s Jobs) JobGet(ctx context.Context, tenant, id string) (*Job, error) {
 	return out, err
 }
 
+// JobsAhead implements Store.
+func (s Jobs) JobsAhead(ctx context.Context, j *Job) (int, error) {
+	if j == nil {
+		return 0, errNilParams
+	}
+	var n int
+	err := s.Driver.Read(ctx, j.Tenant, func(ex Executor) (err error) {
+		n, err = ex.JobCountQueued(ctx, j.Tenant, j.CreatedAt)
+		return err
+	})
+	return n, err
+}
+
 // JobGetByKey implements Store.
 func (s Jobs) JobGetByKey(ctx context.Context, tenant, principalID, key string) (*Job, error) {
 	var out *Job

@@ -286,6 +286,10 @@ type Store interface {
 	JobGetByKey(ctx context.Context, tenant, principalID, clientRequestID string) (*Job, error)
 	// JobGetReview returns the review job with the given review id, or ErrNotFound.
 	JobGetReview(ctx context.Context, tenant, reviewID string) (*Job, error)
+	// JobsAhead counts the tenant's jobs still queued that were created
+	// before j: the jobs that start before it. Other tenants' jobs are not
+	// visible to the tenant and are not counted.
+	JobsAhead(ctx context.Context, j *Job) (int, error)
 	// JobStart moves a queued (or re-attempted running) job to running and
 	// returns it. A terminal job is returned unchanged.
 	JobStart(ctx context.Context, p *JobStartParams) (*Job, error)

@@ -188,6 +188,16 @@ func (e executor) JobGetReview(ctx context.Context, tenant, reviewID string) (*s
 		WHERE tenant_id = $1 AND review_id = $2 AND kind = 'review'`, tenant, reviewID))
 }
 
+func (e executor) JobCountQueued(ctx context.Context, tenant string, before time.Time) (int, error) {
+	var n int
+	err := e.tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE tenant_id = $1 AND state = 'queued' AND created_at < $2`,
+		tenant, before.UTC()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: count queued jobs: %w", err)
+	}
+	return n, nil
+}
+
 func (e executor) JobInsert(ctx context.Context, j *store.Job) error {
 	_, err := e.exec(ctx, "insert job", `INSERT INTO jobs (tenant_id, job_id, principal_id, kind, client_request_id,
 		fingerprint, state, stage, request, review_id, host, target_fingerprint, units_reserved, created_at, updated_at, expires_at)

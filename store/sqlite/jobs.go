@@ -172,6 +172,16 @@ func (e executor) JobGetReview(ctx context.Context, tenant, reviewID string) (*s
 		WHERE tenant_id = ? AND review_id = ? AND kind = 'review'`, tenant, reviewID))
 }
 
+func (e executor) JobCountQueued(ctx context.Context, tenant string, before time.Time) (int, error) {
+	var n int
+	err := e.q.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE tenant_id = ? AND state = 'queued' AND created_at < ?`,
+		tenant, ms(before)).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: count queued jobs: %w", err)
+	}
+	return n, nil
+}
+
 func (e executor) JobInsert(ctx context.Context, j *store.Job) error {
 	_, err := e.exec(ctx, "insert job", `INSERT INTO jobs (tenant_id, job_id, principal_id, kind, client_request_id,
 		fingerprint, state, stage, request, review_id, host, target_fingerprint, units_reserved, created_at, updated_at, expires_at)

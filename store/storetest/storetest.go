@@ -66,6 +66,35 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		}
 	})
 
+	t.Run("JobsAhead", func(t *testing.T) {
+		t.Parallel()
+		ctx, s := setup(t)
+		// Three of t1's jobs a second apart and one of t2's in between: the
+		// third of t1's has two ahead until the first starts; t2's is not
+		// counted, nor is a running job.
+		var jobs []*store.Job
+		for i, tenant := range []string{"t1", "t2", "t1", "t1"} {
+			j := newJob(tenant, "p1", fmt.Sprintf("job_%d", i), fmt.Sprintf("key-ahead-%d", i), t0.Add(time.Duration(i)*time.Second))
+			res, err := s.JobCreate(ctx, createParams(j, 10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, res.Job)
+		}
+		if n, err := s.JobsAhead(ctx, jobs[3]); err != nil || n != 2 {
+			t.Fatalf("JobsAhead = %d, %v; want 2", n, err)
+		}
+		if _, err := s.JobStart(ctx, &store.JobStartParams{Tenant: "t1", ID: "job_0", Attempt: 1, At: t0.Add(time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.JobsAhead(ctx, jobs[3]); err != nil || n != 1 {
+			t.Fatalf("JobsAhead after a start = %d, %v; want 1", n, err)
+		}
+		if n, err := s.JobsAhead(ctx, jobs[0]); err != nil || n != 0 {
+			t.Fatalf("JobsAhead of the first = %d, %v; want 0", n, err)
+		}
+	})
+
 	t.Run("Idempotency", func(t *testing.T) {
 		t.Parallel()
 		ctx, s := setup(t)
