@@ -123,7 +123,9 @@ func (h *appHost) handler(t *testing.T, c *client, view *mcp.ResourceContents, b
 	})
 	mux.HandleFunc("GET /view", func(w http.ResponseWriter, _ *http.Request) {
 		u := uiMeta(t, view.Meta)
-		src := func(base string, domains []string) string { return strings.Join(append([]string{base}, domains...), " ") }
+		src := func(base string, domains []string) string {
+			return strings.Join(append([]string{base}, domains...), " ")
+		}
 		w.Header().Set("Content-Security-Policy", strings.Join([]string{
 			"default-src 'none'",
 			"script-src " + src("'self' 'unsafe-inline'", u.CSP.ResourceDomains),
