@@ -164,7 +164,8 @@ func (h *appHost) handler(t *testing.T, c *client, view *mcp.ResourceContents, b
 // Chromium loads a host page that puts the app, as read over resources/read
 // from a real reviewmcp server, in an iframe sandboxed to allow-scripts and
 // under the CSP its _meta.ui declares, and hands it a real
-// design_review_get result. Clicking "Apply fix" must reach the server as
+// design_review_get result (the summary view; "Show all" fetches the
+// findings through the host). Clicking "Apply fix" must reach the server as
 // design_review_panel_action through the host, and the server's fix must be
 // what the frame shows; "Dismiss" tells the model through the host;
 // "Recheck" submits design_recheck for the selected finding and shows its
@@ -183,7 +184,7 @@ func TestAppInSandboxedFrame(t *testing.T) {
 	if j := c.waitDone(sub.Job.JobID); j.Status != "completed" {
 		t.Fatalf("review ended %s: %+v", j.Status, j.Error)
 	}
-	args := map[string]any{"job_id": sub.Job.JobID, "view": "findings"}
+	args := map[string]any{"job_id": sub.Job.JobID} // the default view, summary, as an agent first calls it
 	got := c.call(reviewmcp.ToolGet, args)
 	wantOK(t, got)
 	boot, err := json.Marshal(map[string]any{"arguments": args, "result": got})
@@ -243,6 +244,8 @@ func TestAppInSandboxedFrame(t *testing.T) {
 		return s
 	}
 
+	run("the summary renders", chromedp.WaitVisible(chromedp.CSS(`button.more`)))
+	run("show all findings", chromedp.Click(chromedp.CSS(`button.more`)))
 	run("the findings render", chromedp.WaitVisible(chromedp.CSS(`[data-finding="f_overlap"]`)))
 	if s := text(`[data-finding="f_overlap"] h2`); !strings.Contains(s, hostile) {
 		t.Errorf("the hostile title reads %q, want its characters as text", s)
@@ -259,7 +262,11 @@ func TestAppInSandboxedFrame(t *testing.T) {
 		t.Errorf("the frame shows %q, want the server's fix %q", s, fix)
 	}
 	calls := host.forwarded()
-	if len(calls) != 1 || calls[0].Name != reviewmcp.ToolPanelAction || calls[0].Args["action"] != "apply_fix" ||
+	if len(calls) != 2 || calls[0].Name != reviewmcp.ToolGet || calls[0].Args["view"] != "findings" {
+		t.Fatalf("forwarded calls %s, want the findings view first", mustJSON(calls))
+	}
+	calls = calls[1:]
+	if calls[0].Name != reviewmcp.ToolPanelAction || calls[0].Args["action"] != "apply_fix" ||
 		calls[0].Args["finding_id"] != "f_contrast" || calls[0].Args["job_id"] != sub.Job.JobID {
 		t.Fatalf("forwarded calls %s, want one apply_fix for f_contrast", mustJSON(calls))
 	}
