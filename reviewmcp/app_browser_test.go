@@ -105,10 +105,17 @@ type appHost struct {
 	calls []hostCall
 }
 
-func (h *appHost) forwarded() []hostCall {
+// forwarded returns the calls of tool name the host forwarded, in order.
+func (h *appHost) forwarded(name string) []hostCall {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]hostCall(nil), h.calls...)
+	var out []hostCall
+	for _, c := range h.calls {
+		if c.Name == name {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (h *appHost) handler(t *testing.T, c *client, view *mcp.ResourceContents, boot []byte) http.Handler {
@@ -164,15 +171,16 @@ func (h *appHost) handler(t *testing.T, c *client, view *mcp.ResourceContents, b
 // Chromium loads a host page that puts the app, as read over resources/read
 // from a real reviewmcp server, in an iframe sandboxed to allow-scripts and
 // under the CSP its _meta.ui declares, and hands it a real
-// design_review_get result (the summary view; "Show all" fetches the
-// findings through the host). Clicking "Apply fix" must reach the server as
+// design_review_get result: the job still running, which the app follows
+// through the host to its summary; "Show all" fetches the findings. Clicking "Apply fix" must reach the server as
 // design_review_panel_action through the host, and the server's fix must be
 // what the frame shows; "Dismiss" tells the model through the host;
 // "Recheck" submits design_recheck for the selected finding and shows its
 // outcome; page-derived markup stays text throughout.
 func TestAppInSandboxedFrame(t *testing.T) {
 	exe := testenv.Chromium(t)
-	eng := &reviewtest.Engine{Result: appReview(), Outs: []design.RecheckOutcome{
+	gate := make(chan struct{})
+	eng := &reviewtest.Engine{Gate: gate, Result: appReview(), Outs: []design.RecheckOutcome{
 		{FindingID: "f_contrast", Outcome: design.Passed, Reason: "contrast is 4.61:1 now", Facts: design.Facts{"ratio": 4.61}},
 	}}
 	h := newHarness(t, eng, "", true)
@@ -181,12 +189,14 @@ func TestAppInSandboxedFrame(t *testing.T) {
 	wantOK(t, res)
 	var sub submitOut
 	decodeInto(t, res, &sub)
-	if j := c.waitDone(sub.Job.JobID); j.Status != "completed" {
-		t.Fatalf("review ended %s: %+v", j.Status, j.Error)
-	}
-	args := map[string]any{"job_id": sub.Job.JobID} // the default view, summary, as an agent first calls it
+	// The agent's first design_review_get finds the job still running (the
+	// engine is held at its gate): the host shows the app with that.
+	args := map[string]any{"job_id": sub.Job.JobID}
 	got := c.call(reviewmcp.ToolGet, args)
 	wantOK(t, got)
+	if sc := structured(t, got); sc["summary"] != nil || sc["review"] != nil {
+		t.Fatalf("the review finished before the gate opened: %s", mustJSON(sc))
+	}
 	boot, err := json.Marshal(map[string]any{"arguments": args, "result": got})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +254,9 @@ func TestAppInSandboxedFrame(t *testing.T) {
 		return s
 	}
 
-	run("the summary renders", chromedp.WaitVisible(chromedp.CSS(`button.more`)))
+	run("the app follows the job", chromedp.WaitVisible(chromedp.CSS(`.note`)))
+	close(gate)
+	run("the summary renders once the job is done", chromedp.WaitVisible(chromedp.CSS(`button.more`)))
 	run("show all findings", chromedp.Click(chromedp.CSS(`button.more`)))
 	run("the findings render", chromedp.WaitVisible(chromedp.CSS(`[data-finding="f_overlap"]`)))
 	if s := text(`[data-finding="f_overlap"] h2`); !strings.Contains(s, hostile) {
@@ -261,12 +273,12 @@ func TestAppInSandboxedFrame(t *testing.T) {
 	if s := text(`[data-finding="f_contrast"] .answer`); !strings.Contains(s, fix) {
 		t.Errorf("the frame shows %q, want the server's fix %q", s, fix)
 	}
-	calls := host.forwarded()
-	if len(calls) != 2 || calls[0].Name != reviewmcp.ToolGet || calls[0].Args["view"] != "findings" {
-		t.Fatalf("forwarded calls %s, want the findings view first", mustJSON(calls))
+	gets := host.forwarded(reviewmcp.ToolGet)
+	if len(gets) < 2 || gets[len(gets)-1].Args["view"] != "findings" || gets[0].Args["view"] != nil {
+		t.Fatalf("forwarded design_review_get calls %s, want polls of the job, then the findings view", mustJSON(gets))
 	}
-	calls = calls[1:]
-	if calls[0].Name != reviewmcp.ToolPanelAction || calls[0].Args["action"] != "apply_fix" ||
+	calls := host.forwarded(reviewmcp.ToolPanelAction)
+	if len(calls) != 1 || calls[0].Args["action"] != "apply_fix" ||
 		calls[0].Args["finding_id"] != "f_contrast" || calls[0].Args["job_id"] != sub.Job.JobID {
 		t.Fatalf("forwarded calls %s, want one apply_fix for f_contrast", mustJSON(calls))
 	}
@@ -298,14 +310,10 @@ func TestAppInSandboxedFrame(t *testing.T) {
 	if s := text(`[data-finding="f_contrast"] .outcome`); !strings.Contains(s, "passed") {
 		t.Errorf("the recheck outcome reads %q, want passed", s)
 	}
-	var recheck *hostCall
-	for _, hc := range host.forwarded() {
-		if hc.Name == reviewmcp.ToolRecheck {
-			recheck = &hc
-		}
-	}
-	if recheck == nil || recheck.Result.IsError || mustJSON(recheck.Args["finding_ids"]) != mustJSON([]string{"f_contrast"}) || recheck.Args["expected_revision"] != "rev-43" {
-		t.Fatalf("design_recheck forwarded as %s", mustJSON(recheck))
+	rechecks := host.forwarded(reviewmcp.ToolRecheck)
+	if len(rechecks) != 1 || rechecks[0].Result.IsError || mustJSON(rechecks[0].Args["finding_ids"]) != mustJSON([]string{"f_contrast"}) ||
+		rechecks[0].Args["expected_revision"] != "rev-43" {
+		t.Fatalf("design_recheck forwarded as %s", mustJSON(rechecks))
 	}
 
 	log, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.hostLog`))
