@@ -1,8 +1,11 @@
 package reviewmcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -24,16 +27,25 @@ import (
 // it: it must reach the reader as these characters.
 const hostile = `<img src=x onerror="parent.postMessage({jsonrpc:'2.0',method:'pwned'},'*')">Badge overlaps the price`
 
-// appReview is a completed review with a grounded finding, an advisory
-// one and one whose page-derived text is markup.
-func appReview() *design.Result {
+// appReview is a completed review with a grounded finding, which has a
+// crop, and an advisory one whose page-derived text is markup.
+func appReview(t *testing.T) *design.Result {
+	img := image.NewRGBA(image.Rect(0, 0, 48, 24))
+	for i := range img.Pix {
+		img.Pix[i] = 0x9c
+	}
+	var crop bytes.Buffer
+	if err := png.Encode(&crop, img); err != nil {
+		t.Fatal(err)
+	}
 	return &design.Result{
-		Grade: design.NeedsWork,
+		Evidence: []design.Evidence{{ID: "ev_contrast", MIMEType: "image/png", Data: crop.Bytes()}},
+		Grade:    design.NeedsWork,
 		Findings: []design.Finding{
 			{ID: "f_contrast", Kind: "contrast", Severity: design.Major, Title: "Low text contrast 2.54:1 (needs 4.5:1)",
 				Route: "/pricing", Viewports: []design.Viewport{design.Mobile}, Selector: "p.plan-note",
-				Facts: design.Facts{"ratio": 2.54, "foreground": "#9ca3af"},
-				Fix:   "Darken the text to #71767f or further (4.5:1 against #ffffff)."},
+				Facts: design.Facts{"ratio": 2.54, "foreground": "#9ca3af"}, EvidenceID: "ev_contrast",
+				Fix: "Darken the text to #71767f or further (4.5:1 against #ffffff)."},
 			{ID: "f_overlap", Kind: "overlap", Severity: design.Minor, Title: hostile, Description: hostile,
 				Route: "/pricing", Viewports: []design.Viewport{design.Desktop}, Selector: "span.badge",
 				Facts: design.Facts{"other": hostile}, Advisory: true},
@@ -172,7 +184,8 @@ func (h *appHost) handler(t *testing.T, c *client, view *mcp.ResourceContents, b
 // from a real reviewmcp server, in an iframe sandboxed to allow-scripts and
 // under the CSP its _meta.ui declares, and hands it a real
 // design_review_get result: the job still running, which the app follows
-// through the host to its summary; "Show all" fetches the findings. Clicking "Apply fix" must reach the server as
+// through the host to its summary; "Show all" fetches the findings and their
+// crops (the evidence view). Clicking "Apply fix" must reach the server as
 // design_review_panel_action through the host, and the server's fix must be
 // what the frame shows; "Dismiss" tells the model through the host;
 // "Recheck" submits design_recheck for the selected finding and shows its
@@ -180,7 +193,7 @@ func (h *appHost) handler(t *testing.T, c *client, view *mcp.ResourceContents, b
 func TestAppInSandboxedFrame(t *testing.T) {
 	exe := testenv.Chromium(t)
 	gate := make(chan struct{})
-	eng := &reviewtest.Engine{Gate: gate, Result: appReview(), Outs: []design.RecheckOutcome{
+	eng := &reviewtest.Engine{Gate: gate, Result: appReview(t), Outs: []design.RecheckOutcome{
 		{FindingID: "f_contrast", Outcome: design.Passed, Reason: "contrast is 4.61:1 now", Facts: design.Facts{"ratio": 4.61}},
 	}}
 	h := newHarness(t, eng, "", true)
@@ -262,9 +275,12 @@ func TestAppInSandboxedFrame(t *testing.T) {
 	if s := text(`[data-finding="f_overlap"] h2`); !strings.Contains(s, hostile) {
 		t.Errorf("the hostile title reads %q, want its characters as text", s)
 	}
-	imgs, err := chromedp.Run(fctx, chromedp.Nodes(chromedp.CSSAll("img"), chromedp.AtLeast(0)))
-	if err != nil || len(imgs) != 0 {
-		t.Errorf("the frame has %d img element(s) (%v): page-derived markup became elements", len(imgs), err)
+	// The one image is the crop, from the evidence view's image block, and
+	// it decodes; the markup in the other finding made none.
+	imgs, err := chromedp.Run(fctx, chromedp.Evaluate[[]string](`Promise.all([...document.images].map((i) => i.decode().then(
+		() => i.className + ' ' + i.naturalWidth, () => i.className + ' undecodable')))`, chromedp.EvalAwaitPromise))
+	if err != nil || len(imgs) != 1 || imgs[0] != "crop 48" {
+		t.Errorf("the frame's images: %v (%v), want the one 48 px crop", imgs, err)
 	}
 
 	run("apply fix", chromedp.Click(chromedp.CSS(`[data-finding="f_contrast"] button.apply`)))
@@ -274,8 +290,8 @@ func TestAppInSandboxedFrame(t *testing.T) {
 		t.Errorf("the frame shows %q, want the server's fix %q", s, fix)
 	}
 	gets := host.forwarded(reviewmcp.ToolGet)
-	if len(gets) < 2 || gets[len(gets)-1].Args["view"] != "findings" || gets[0].Args["view"] != nil {
-		t.Fatalf("forwarded design_review_get calls %s, want polls of the job, then the findings view", mustJSON(gets))
+	if len(gets) < 2 || gets[len(gets)-1].Args["view"] != "evidence" || gets[0].Args["view"] != nil {
+		t.Fatalf("forwarded design_review_get calls %s, want polls of the job, then the evidence view", mustJSON(gets))
 	}
 	calls := host.forwarded(reviewmcp.ToolPanelAction)
 	if len(calls) != 1 || calls[0].Args["action"] != "apply_fix" ||
