@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bastion-mcp/bastion/demo"
 	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/internal/testenv"
 	"github.com/bastion-mcp/bastion/principal"
@@ -179,6 +181,60 @@ func (h *appHost) handler(t *testing.T, c *client, view *mcp.ResourceContents, b
 	return mux
 }
 
+// openApp shows the app as a host would for one design_review_get call
+// (args and its result): it reads the app over c's session, serves
+// hostPage on loopback, loads it in a fresh Chromium at the given width,
+// and returns the host, the host page's context and the view frame's.
+func openApp(t *testing.T, c *client, args map[string]any, result *mcp.CallToolResult, width int64) (*appHost, context.Context, context.Context) {
+	t.Helper()
+	exe := testenv.Chromium(t)
+	boot, err := json.Marshal(map[string]any{"arguments": args, "result": result})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := c.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: reviewmcp.AppURI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := &appHost{}
+	srv := httptest.NewServer(host.handler(t, c, rr.Contents[0], boot))
+	t.Cleanup(srv.Close)
+
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(exe), chromedp.Headless,
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
+	t.Cleanup(acancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, stop := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(stop)
+	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width: width, Height: 900, DeviceScaleFactor: 1, Mobile: width < 600,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL)); err != nil {
+		t.Fatal(err)
+	}
+	// The sandboxed frame is an opaque origin, so Chromium runs it as a
+	// target of its own: attach to it once the view has said initialized.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.hostLog.includes('ui/notifications/initialized')`)); err != nil {
+		t.Fatalf("the view never finished ui/initialize: %v", err)
+	}
+	targets, err := chromedp.Targets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ti := range targets {
+		if ti.Type == "iframe" && ti.URL == srv.URL+"/view" {
+			fctx, fcancel := chromedp.NewContext(ctx, chromedp.WithTargetID(ti.TargetID))
+			t.Cleanup(fcancel)
+			return host, ctx, fctx
+		}
+	}
+	t.Fatalf("no iframe target for the view among %d targets", len(targets))
+	return nil, nil, nil
+}
+
 // TestAppInSandboxedFrame drives the MCP App the way a host shows it:
 // Chromium loads a host page that puts the app, as read over resources/read
 // from a real reviewmcp server, in an iframe sandboxed to allow-scripts and
@@ -191,7 +247,7 @@ func (h *appHost) handler(t *testing.T, c *client, view *mcp.ResourceContents, b
 // "Recheck" submits design_recheck for the selected finding and shows its
 // outcome; page-derived markup stays text throughout.
 func TestAppInSandboxedFrame(t *testing.T) {
-	exe := testenv.Chromium(t)
+	testenv.Chromium(t) // before the harness: a missing browser skips (or fails) at once
 	gate := make(chan struct{})
 	eng := &reviewtest.Engine{Gate: gate, Result: appReview(t), Outs: []design.RecheckOutcome{
 		{FindingID: "f_contrast", Outcome: design.Passed, Reason: "contrast is 4.61:1 now", Facts: design.Facts{"ratio": 4.61}},
@@ -210,48 +266,7 @@ func TestAppInSandboxedFrame(t *testing.T) {
 	if sc := structured(t, got); sc["summary"] != nil || sc["review"] != nil {
 		t.Fatalf("the review finished before the gate opened: %s", mustJSON(sc))
 	}
-	boot, err := json.Marshal(map[string]any{"arguments": args, "result": got})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr, err := c.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: reviewmcp.AppURI})
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := &appHost{}
-	srv := httptest.NewServer(host.handler(t, c, rr.Contents[0], boot))
-	t.Cleanup(srv.Close)
-
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(exe), chromedp.Headless,
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()))
-	defer acancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, stop := context.WithTimeout(ctx, 90*time.Second)
-	defer stop()
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL)); err != nil {
-		t.Fatal(err)
-	}
-	// The sandboxed frame is an opaque origin, so Chromium runs it as a
-	// target of its own: attach to it once the view has said initialized.
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`window.hostLog.includes('ui/notifications/initialized')`)); err != nil {
-		t.Fatalf("the view never finished ui/initialize: %v", err)
-	}
-	targets, err := chromedp.Targets(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fctx context.Context
-	for _, ti := range targets {
-		if ti.Type == "iframe" && ti.URL == srv.URL+"/view" {
-			var fcancel context.CancelFunc
-			fctx, fcancel = chromedp.NewContext(ctx, chromedp.WithTargetID(ti.TargetID))
-			defer fcancel()
-		}
-	}
-	if fctx == nil {
-		t.Fatalf("no iframe target for the view among %d targets", len(targets))
-	}
+	host, ctx, fctx := openApp(t, c, args, got, 1024)
 	run := func(what string, a chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(fctx, a); err != nil {
@@ -338,5 +353,62 @@ func TestAppInSandboxedFrame(t *testing.T) {
 	}
 	if len(log) < 2 || log[0] != "ui/initialize" || log[1] != "ui/notifications/initialized" || strings.Contains(strings.Join(log, " "), "pwned") {
 		t.Errorf("the host saw %v, want ui/initialize, then initialized, and nothing from the page's markup", log)
+	}
+}
+
+// TestAppShowsDemoReview reviews the demo's sample page with the real
+// engine and shows the evidence view in the app at a phone's width, as a
+// person would see it: a card for every finding, every crop the result
+// carries beside its finding and decoding, and nothing running off the
+// side of the frame.
+func TestAppShowsDemoReview(t *testing.T) {
+	testenv.Chromium(t)
+	t.Parallel()
+	h := newHarness(t, reviewtest.ChromiumEngine(t), demoSite(t), true)
+	c := h.connect(t, reviewtest.NewPrincipal(t, "acme", "alice", principal.AllScopes()...), clientOpts{apps: true})
+	res := c.call(reviewmcp.ToolReview, map[string]any{
+		"url": "https://" + demo.Host + "/pricing", "viewports": []string{"mobile"}, "client_request_id": "app-demo-1",
+	})
+	wantOK(t, res)
+	var sub submitOut
+	decodeInto(t, res, &sub)
+	if j := c.waitDone(sub.Job.JobID); j.Status != "completed" {
+		t.Fatalf("demo review ended %s: %+v", j.Status, j.Error)
+	}
+	args := map[string]any{"job_id": sub.Job.JobID, "view": "evidence"}
+	got := c.call(reviewmcp.ToolGet, args)
+	wantOK(t, got)
+	var out getOut
+	decodeInto(t, got, &out)
+	crops := 0
+	for _, b := range got.Content {
+		if _, ok := b.(*mcp.ImageContent); ok {
+			crops++
+		}
+	}
+	if len(out.Review.Findings) < 3 || crops == 0 {
+		t.Fatalf("the demo page gave %d findings and %d crops; this test needs a realistic review", len(out.Review.Findings), crops)
+	}
+	_, _, fctx := openApp(t, c, args, got, 390)
+	if err := chromedp.Do(fctx, chromedp.WaitVisible(chromedp.CSS(".finding"))); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		Cards, Crops, Undecoded int
+		Sideways                bool
+	}
+	s, err := chromedp.Run(fctx, chromedp.Evaluate[seen](`(async () => {
+		const imgs = [...document.images];
+		const bad = (await Promise.all(imgs.map((i) => i.decode().then(() => i.naturalWidth === 0, () => true)))).filter(Boolean).length;
+		const de = document.documentElement;
+		return {Cards: document.querySelectorAll('.finding').length, Crops: document.querySelectorAll('.finding img.crop').length,
+			Undecoded: bad, Sideways: de.scrollWidth > de.clientWidth};
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Cards != len(out.Review.Findings) || s.Crops != crops || s.Undecoded != 0 || s.Sideways {
+		t.Errorf("the app shows %+v for %d findings and %d crops; want a card each, every crop decoded, no sideways scroll",
+			s, len(out.Review.Findings), crops)
 	}
 }
