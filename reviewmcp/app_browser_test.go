@@ -61,7 +61,8 @@ func appReview(t *testing.T) *design.Result {
 }
 
 // hostPage is a minimal MCP Apps host (SEP-1865 "Lifecycle"): it loads the
-// view in an iframe sandboxed to allow-scripts only, answers ui/initialize,
+// view in an iframe sandboxed to allow-scripts only, answers ui/initialize
+// (naming the tool that opened the view, as the host lists it),
 // sends the tool input and result once the view says initialized, forwards
 // the view's tools/call to the test's real MCP client session (POST /call),
 // keeps the last ui/update-model-context, and logs every method it sees.
@@ -82,7 +83,8 @@ window.addEventListener('message', async (ev) => {
   switch (m.method) {
   case 'ui/initialize':
     reply({protocolVersion: m.params.protocolVersion, hostInfo: {name: 'test-host', version: '1'},
-      hostCapabilities: {serverTools: {}}, hostContext: {displayMode: 'inline', platform: 'web'}});
+      hostCapabilities: {serverTools: {}},
+      hostContext: {displayMode: 'inline', platform: 'web', toolInfo: {id: 1, tool: {name: boot.tool, inputSchema: {type: 'object'}}}}});
     break;
   case 'ui/notifications/initialized':
     post({jsonrpc: '2.0', method: 'ui/notifications/tool-input', params: {arguments: boot.arguments}});
@@ -113,8 +115,12 @@ type hostCall struct {
 
 // appHost serves hostPage, the view (the app page with the CSP the spec has
 // a host build from the resource's _meta.ui.csp), the boot data and the
-// tools/call forwarder over the MCP client session c.
+// tools/call forwarder over the MCP client session c. With a prefix it
+// lists the server's tools under prefixed names, as the gateway does
+// ("review__"), and forwards only names that carry it, stripped.
 type appHost struct {
+	prefix string
+
 	mu    sync.Mutex
 	calls []hostCall
 }
@@ -167,6 +173,12 @@ func (h *appHost) handler(t *testing.T, c *client, view *mcp.ResourceContents, b
 			http.Error(w, "bad tools/call params", http.StatusBadRequest)
 			return
 		}
+		name, ok := strings.CutPrefix(p.Name, h.prefix)
+		if !ok {
+			http.Error(w, "unknown tool "+p.Name, http.StatusNotFound)
+			return
+		}
+		p.Name = name
 		res, err := c.cs.CallTool(r.Context(), &mcp.CallToolParams{Name: p.Name, Arguments: p.Arguments})
 		if err != nil {
 			http.Error(w, "the server refused the call", http.StatusBadGateway)
@@ -181,14 +193,14 @@ func (h *appHost) handler(t *testing.T, c *client, view *mcp.ResourceContents, b
 	return mux
 }
 
-// openApp shows the app as a host would for one design_review_get call
-// (args and its result): it reads the app over c's session, serves
-// hostPage on loopback, loads it in a fresh Chromium at the given width,
-// and returns the host, the host page's context and the view frame's.
-func openApp(t *testing.T, c *client, args map[string]any, result *mcp.CallToolResult, width int64) (*appHost, context.Context, context.Context) {
+// openApp shows the app as host would for one design_review_get call (args
+// and its result): it reads the app over c's session, serves hostPage on
+// loopback, loads it in a fresh Chromium at the given width, and returns
+// the host page's context and the view frame's.
+func openApp(t *testing.T, host *appHost, c *client, args map[string]any, result *mcp.CallToolResult, width int64) (context.Context, context.Context) {
 	t.Helper()
 	exe := testenv.Chromium(t)
-	boot, err := json.Marshal(map[string]any{"arguments": args, "result": result})
+	boot, err := json.Marshal(map[string]any{"tool": host.prefix + reviewmcp.ToolGet, "arguments": args, "result": result})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +208,6 @@ func openApp(t *testing.T, c *client, args map[string]any, result *mcp.CallToolR
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := &appHost{}
 	srv := httptest.NewServer(host.handler(t, c, rr.Contents[0], boot))
 	t.Cleanup(srv.Close)
 
@@ -228,11 +239,11 @@ func openApp(t *testing.T, c *client, args map[string]any, result *mcp.CallToolR
 		if ti.Type == "iframe" && ti.URL == srv.URL+"/view" {
 			fctx, fcancel := chromedp.NewContext(ctx, chromedp.WithTargetID(ti.TargetID))
 			t.Cleanup(fcancel)
-			return host, ctx, fctx
+			return ctx, fctx
 		}
 	}
 	t.Fatalf("no iframe target for the view among %d targets", len(targets))
-	return nil, nil, nil
+	return nil, nil
 }
 
 // TestAppInSandboxedFrame drives the MCP App the way a host shows it:
@@ -245,7 +256,9 @@ func openApp(t *testing.T, c *client, args map[string]any, result *mcp.CallToolR
 // design_review_panel_action through the host, and the server's fix must be
 // what the frame shows; "Dismiss" tells the model through the host;
 // "Recheck" submits design_recheck for the selected finding and shows its
-// outcome; page-derived markup stays text throughout.
+// outcome; page-derived markup stays text throughout. The host lists the
+// tools under a gateway's namespace, so every call also shows the app
+// names tools as the host does.
 func TestAppInSandboxedFrame(t *testing.T) {
 	testenv.Chromium(t) // before the harness: a missing browser skips (or fails) at once
 	gate := make(chan struct{})
@@ -266,7 +279,8 @@ func TestAppInSandboxedFrame(t *testing.T) {
 	if sc := structured(t, got); sc["summary"] != nil || sc["review"] != nil {
 		t.Fatalf("the review finished before the gate opened: %s", mustJSON(sc))
 	}
-	host, ctx, fctx := openApp(t, c, args, got, 1024)
+	host := &appHost{prefix: "review__"}
+	ctx, fctx := openApp(t, host, c, args, got, 1024)
 	run := func(what string, a chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		if err := chromedp.Do(fctx, a); err != nil {
@@ -389,7 +403,7 @@ func TestAppShowsDemoReview(t *testing.T) {
 	if len(out.Review.Findings) < 3 || crops == 0 {
 		t.Fatalf("the demo page gave %d findings and %d crops; this test needs a realistic review", len(out.Review.Findings), crops)
 	}
-	_, _, fctx := openApp(t, c, args, got, 390)
+	_, fctx := openApp(t, &appHost{}, c, args, got, 390)
 	if err := chromedp.Do(fctx, chromedp.WaitVisible(chromedp.CSS(".finding"))); err != nil {
 		t.Fatal(err)
 	}
