@@ -1,13 +1,17 @@
 // Package panel renders a review result as one self-contained HTML page for
-// a human to read: findings with their evidence, coverage and page health.
+// a human to read: findings with their evidence, coverage and page health;
+// and ships the review panel as an MCP App (AppHTML), a static page a host
+// fills from tool results.
 //
-// Invariants: the page runs no script and fetches nothing (a
+// Invariants: the rendered page runs no script and fetches nothing (a
 // Content-Security-Policy of default-src 'none' says so to the browser; the
 // evidence crops are inline data: URIs); every page-derived string (titles,
 // descriptions, selectors, facts, console errors, URLs) goes through
 // html/template's contextual escaping, so nothing captured from a page
 // becomes markup; the one trusted CSS it writes, a colour swatch's
 // background, is built only from a value that is a plain hex colour.
+// The MCP App is the one page with a script, and it builds its DOM from
+// the data with textContent and setAttribute only (app.go).
 // Facts are shown for a reader (labels with units, lists as lists) and the
 // numbers are the measured ones, never rounded into a different verdict.
 package panel

@@ -25,8 +25,9 @@ var (
 	dockerfilePath = filepath.Join("..", "deploy", "Dockerfile")
 )
 
-// liveCatalog lists the tools of a fresh server with the SDK client and
-// returns them in the catalog file's shape, with the serverInfo version.
+// liveCatalog lists the tools and the resources of a fresh server with the
+// SDK client and returns them in the catalog file's shape, with the
+// serverInfo version.
 func liveCatalog(t *testing.T) ([]byte, *mcp.InitializeResult) {
 	t.Helper()
 	ctx := context.Background()
@@ -55,12 +56,18 @@ func liveCatalog(t *testing.T) ([]byte, *mcp.InitializeResult) {
 		OutputSchema any                  `json:"outputSchema"`
 	}
 	doc := struct {
-		CatalogVersion string `json:"catalog_version"`
-		Tools          []tool `json:"tools"`
+		CatalogVersion string          `json:"catalog_version"`
+		Tools          []tool          `json:"tools"`
+		Resources      []*mcp.Resource `json:"resources"`
 	}{CatalogVersion: cs.InitializeResult().ServerInfo.Version}
 	for _, tl := range res.Tools {
 		doc.Tools = append(doc.Tools, tool{tl.Name, tl.Title, tl.Description, tl.Annotations, tl.Meta, tl.InputSchema, tl.OutputSchema})
 	}
+	rl, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.Resources = rl.Resources
 	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +90,9 @@ func canonical(t *testing.T, b []byte) []byte {
 }
 
 // TestCatalogMatchesLiveServer holds schemas/mcp-tools.json to what
-// tools/list serves: names, titles, descriptions, annotations, _meta and
-// both schemas, byte for byte after canonical JSON. Run with -update after
+// tools/list serves (names, titles, descriptions, annotations, _meta and
+// both schemas) and to what resources/list serves (the MCP App with its
+// _meta.ui), byte for byte after canonical JSON. Run with -update after
 // changing a tool's text in code.
 func TestCatalogMatchesLiveServer(t *testing.T) {
 	live, _ := liveCatalog(t)
@@ -128,6 +136,9 @@ func TestVersionsAgree(t *testing.T) {
 		Tools          []struct {
 			Name string `json:"name"`
 		} `json:"tools"`
+		Resources []struct {
+			URI string `json:"uri"`
+		} `json:"resources"`
 	}
 	b, err := os.ReadFile(catalogPath)
 	if err != nil {
@@ -155,7 +166,8 @@ func TestVersionsAgree(t *testing.T) {
 			} `json:"transport"`
 		} `json:"packages"`
 		Meta map[string]struct {
-			Tools []string `json:"tools"`
+			Tools     []string `json:"tools"`
+			Resources []string `json:"resources"`
 		} `json:"_meta"`
 	}
 	b, err = os.ReadFile(directoryPath)
@@ -180,9 +192,17 @@ func TestVersionsAgree(t *testing.T) {
 	if label := `io.modelcontextprotocol.server.name="` + dir.Name + `"`; !bytes.Contains(df, []byte("LABEL "+label)) && !bytes.Contains(df, []byte(" "+label)) {
 		t.Errorf("deploy/Dockerfile has no %s label", label)
 	}
-	got := slices.Sorted(slices.Values(dir.Meta["io.modelcontextprotocol.registry/publisher-provided"].Tools))
+	provided := dir.Meta["io.modelcontextprotocol.registry/publisher-provided"]
+	got := slices.Sorted(slices.Values(provided.Tools))
 	if slices.Sort(names); !slices.Equal(got, names) {
 		t.Errorf("server.json tools %v, live %v", got, names)
+	}
+	var uris []string
+	for _, r := range cat.Resources {
+		uris = append(uris, r.URI)
+	}
+	if !slices.Equal(provided.Resources, uris) || !slices.Equal(uris, []string{reviewmcp.AppURI}) {
+		t.Errorf("server.json resources %v, catalog %v, want [%s]", provided.Resources, uris, reviewmcp.AppURI)
 	}
 }
 

@@ -24,6 +24,11 @@ const (
 	panelURIBase  = "ui://bastion/design-review/"
 )
 
+// metaEvidenceID names the crop an image block carries, so a view that
+// shows findings (the MCP App) can put each crop beside its finding's
+// evidence_id without relying on the order of the blocks.
+const metaEvidenceID = "io.github.bastion-mcp/evidence_id"
+
 // hostMedia is what one client can be sent in the evidence view.
 type hostMedia struct {
 	panel  bool // the client declared MCP Apps with the HTML profile
@@ -110,7 +115,7 @@ func (a *adapter) evidenceResult(req *mcp.CallToolRequest, pl getPayload, out *r
 		switch {
 		case !ok: // no crop was kept: neither sent nor withheld
 		case media.images:
-			blocks = append(blocks, &mcp.ImageContent{Data: e.Data, MIMEType: strings.ToLower(e.MIMEType)})
+			blocks = append(blocks, &mcp.ImageContent{Data: e.Data, MIMEType: strings.ToLower(e.MIMEType), Meta: mcp.Meta{metaEvidenceID: e.ID}})
 			pres.Multimedia = true
 		default:
 			pres.ImagesWithheld = append(pres.ImagesWithheld, e.ID)

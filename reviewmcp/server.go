@@ -1,6 +1,7 @@
 // Package reviewmcp serves bastion's design-review service as MCP tools:
 // design_review, design_review_get, design_recheck, design_review_cancel and
-// design_review_panel_action, plus the review panel as a ui:// resource.
+// design_review_panel_action, plus the review panel as ui:// resources: an
+// interactive MCP App and a per-job static page.
 //
 // It only adapts: every rule (scope, tenant, idempotency, units, recheck
 // limits, cancellation) lives in the review.Service behind the Service
@@ -22,10 +23,14 @@
 // once (no cursor: the input schema is the peer's, and a review is bounded
 // by 5 routes × 3 viewports); focus keeps only the actionable findings.
 // Text content is a short rendering and the data is in structuredContent
-// once (the peer repeats it as JSON text). The panel is
+// once (the peer repeats it as JSON text). The server declares the MCP Apps
+// extension (io.modelcontextprotocol/ui) and lists one static app,
+// ui://bastion/design-review-app, which design_review_get and design_recheck
+// name in _meta.ui.resourceUri; a host renders it beside their results and
+// it calls tools back through the host (app.go). The static panel is
 // addressed by job id (ui://bastion/design-review/<job_id>) because reads
 // go through the principal-scoped Get, which is keyed by job. A client gets
-// the panel block only if it declares the MCP Apps extension
+// the static panel block only if it declares the MCP Apps extension
 // (io.modelcontextprotocol/ui with mimeType text/html;profile=mcp-app);
 // MCP has no way to declare image support, so images are sent unless
 // Options.NoImages is set.
@@ -97,6 +102,7 @@ func NewServer(svc Service, o Options) *mcp.Server {
 		srv.AddTool(a.tool(d), a.handler(d))
 	}
 	srv.AddResourceTemplate(panelTemplate(), a.readPanel)
+	srv.AddResource(appResource(), readApp)
 	return srv
 }
 
@@ -146,9 +152,12 @@ func newAdapter(svc Service, o Options) *adapter {
 // answers prompts/list on every server, so prompts is declared with its
 // always-empty list (a client, and the stateless wire's discovery check,
 // may rely on an undeclared method being unsupported). Logging is left out:
-// the server sends no log messages.
+// the server sends no log messages. The MCP Apps extension is declared
+// because the server serves a UI resource (app.go).
 func capabilities() *mcp.ServerCapabilities {
-	return &mcp.ServerCapabilities{Prompts: &mcp.PromptCapabilities{}}
+	c := &mcp.ServerCapabilities{Prompts: &mcp.PromptCapabilities{}}
+	c.AddExtension(appsExtension, appsCapability())
+	return c
 }
 
 // adapter holds what every tool handler shares. It is immutable after

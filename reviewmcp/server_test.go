@@ -32,8 +32,10 @@ func connectBare(t *testing.T, srv *mcp.Server) *mcp.ClientSession {
 // TestCapabilitiesMatchServedMethods holds the declared capabilities to what
 // the server answers: the SDK answers prompts/list on every server, so the
 // prompts capability is declared (with its always-empty list), and the
-// tools and resources capabilities cover the five tools and the panel
-// template. Logging and completions are not served and not declared.
+// tools and resources capabilities cover the five tools, the panel
+// template and the MCP App, and the extensions capability declares MCP Apps
+// (TestAppIsDiscoverable). Logging and completions are not served and not
+// declared.
 func TestCapabilitiesMatchServedMethods(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -88,7 +90,7 @@ func TestCapabilitiesMatchServedMethods(t *testing.T) {
 	if err := json.Unmarshal(b, &declared); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := slices.Sorted(maps.Keys(declared)), []string{"prompts", "resources", "tools"}; !slices.Equal(got, want) {
+	if got, want := slices.Sorted(maps.Keys(declared)), []string{"extensions", "prompts", "resources", "tools"}; !slices.Equal(got, want) {
 		t.Errorf("declared capabilities = %v, want %v", got, want)
 	}
 }

@@ -109,6 +109,10 @@ func toolDefs() []toolDef {
 func (a *adapter) tool(d toolDef) *mcp.Tool {
 	t := a.cat.tools[d.name]
 	ann := d.ann
+	meta := mcp.Meta{metaMetered: d.metered, metaProduct: "design-review"}
+	if showsInApp(d.name) {
+		meta[metaUI] = toolUIMeta()
+	}
 	return &mcp.Tool{
 		Name:         d.name,
 		Title:        d.title,
@@ -116,7 +120,7 @@ func (a *adapter) tool(d toolDef) *mcp.Tool {
 		Annotations:  &ann,
 		InputSchema:  t.in,
 		OutputSchema: t.out,
-		Meta:         mcp.Meta{metaMetered: d.metered, metaProduct: "design-review"},
+		Meta:         meta,
 	}
 }
 
