@@ -51,11 +51,19 @@ func (c *Conn) do(ctx context.Context, what string, fn func(ctx context.Context,
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.spec.Timeout)
-	defer cancel()
+	// The gateway's call path already bounds ctx by this same deadline: a
+	// second timer per call would change nothing.
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > c.spec.Timeout {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.spec.Timeout)
+		defer cancel()
+	}
 	d, _ := DownstreamFrom(ctx)
 	untrack := c.track(sess, d)
-	sent, release := untilAnswered(ctx)
+	sent, release := ctx, func(bool) {}
+	if c.spec.Kind == HTTP || c.spec.Kind == SSE {
+		sent, release = untilAnswered(ctx)
+	}
 	err := fn(sent, sess)
 	release(err == nil)
 	if err == nil {
@@ -98,12 +106,15 @@ func (c *Conn) do(ctx context.Context, what string, fn func(ctx context.Context,
 // cut then, as the call's own end would have cut it before.
 const drainGrace = 5 * time.Second
 
-// untilAnswered returns the context a request is sent under: it ends with
-// ctx while the request waits for its answer, but not when the caller ends
-// ctx after the answer came. Ending it then would abort the HTTP response
-// still being drained and close its connection (Go's transport cannot pool
-// a connection whose body was cut), so every call would risk a new dial.
-// release(answered) detaches it on an answer, else ends it at once.
+// untilAnswered returns the context an HTTP request is sent under: it ends
+// with ctx while the request waits for its answer, but not when the caller
+// ends ctx after the answer came. Ending it then would abort the HTTP
+// response still being drained and close its connection (Go's transport
+// cannot pool a connection whose body was cut), so every call would risk a
+// new dial. release(answered) detaches it on an answer, else ends it at
+// once. Only HTTP and SSE upstreams need it: a pipe, a child's stdio or a
+// Wasm instance has no response body to drain, and the context and timer it
+// keeps for drainGrace would only be garbage held per call.
 func untilAnswered(ctx context.Context) (context.Context, func(answered bool)) {
 	sent, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })

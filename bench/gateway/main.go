@@ -169,6 +169,9 @@ func (r result) allocPerCall() uint64 { return r.alloc / uint64(max(1, len(r.lat
 func (r result) rate() float64 { return float64(len(r.lat)) / r.elapsed.Seconds() }
 
 func (r result) quantile(q float64) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
 	s := slices.Sorted(slices.Values(r.lat))
 	return s[int(q*float64(len(s)-1))]
 }
@@ -319,12 +322,13 @@ func run(ctx context.Context, w io.Writer, o options) (audit.Report, error) {
 		defer os.RemoveAll(d)
 		o.ledgerDir = d
 	}
-	led, err := audit.Open(o.ledgerDir, audit.Options{})
+	timed := &timedLedger{}
+	led, err := audit.Open(o.ledgerDir, audit.Options{OnCommit: timed.committed})
 	if err != nil {
 		return audit.Report{}, err
 	}
 	defer led.Close()
-	timed := &timedLedger{Ledger: led}
+	timed.Ledger = led
 	p, err := principal.New("bench", "agent", principal.ReviewsRead, principal.ReviewsWrite)
 	if err != nil {
 		return audit.Report{}, err
@@ -399,10 +403,13 @@ func measure(ctx context.Context, w io.Writer, t target, timed *timedLedger, p p
 		name    string
 		d, r, g result
 		app     result // the ledger's Appends during the gateway rounds
+		commits result // its durable writes (group commits) meanwhile
+		records int    // the records those writes held
 	}
 	var rows []row
 	for _, conc := range o.levels() {
-		var d, r, g, app result
+		var d, r, g, app, commits result
+		records := 0
 		for i := range o.rounds {
 			k := o.n/o.rounds + boolInt(i < o.n%o.rounds)
 			rd, err := drive(ctx, "direct", t.direct, t.tool, t.args, k, conc)
@@ -421,9 +428,12 @@ func measure(ctx context.Context, w io.Writer, t target, timed *timedLedger, p p
 			d.add(rd)
 			r.add(rr)
 			g.add(rg)
-			app.add(timed.stop())
+			a, c, n := timed.stop()
+			app.add(a)
+			commits.add(c)
+			records += n
 		}
-		rows = append(rows, row{fmt.Sprintf("%d caller(s)", conc), d, r, g, app})
+		rows = append(rows, row{fmt.Sprintf("%d caller(s)", conc), d, r, g, app, commits, records})
 	}
 	us := func(d time.Duration) string { return d.Round(time.Microsecond).String() }
 	fmt.Fprintf(w, "\n%s\n", t.title)
@@ -449,6 +459,11 @@ func measure(ctx context.Context, w io.Writer, t target, timed *timedLedger, p p
 		fmt.Fprintf(w, "%-12s CPU per call: direct %s, relay %s, gateway %s; heap per call: direct %d KB, relay %d KB, gateway %d KB; ledger Append in the gateway: p50 %s, p99 %s (%d appends)\n", r.name,
 			us(r.d.cpuPerCall()), us(r.r.cpuPerCall()), us(r.g.cpuPerCall()), r.d.allocPerCall()>>10, r.r.allocPerCall()>>10, r.g.allocPerCall()>>10,
 			us(r.app.quantile(0.5)), us(r.app.quantile(0.99)), len(r.app.lat))
+		// The disk's own share: each durable write's write+fsync, and how
+		// many records group commit put in each.
+		fmt.Fprintf(w, "%-12s durable writes: %d for %d records (%.1f per write), write+fsync p50 %s, p99 %s\n", "",
+			len(r.commits.lat), r.records, float64(r.records)/float64(max(1, len(r.commits.lat))),
+			us(r.commits.quantile(0.5)), us(r.commits.quantile(0.99)))
 	}
 	return nil
 }
@@ -527,12 +542,26 @@ func boolInt(b bool) int {
 }
 
 // timedLedger records how long each Append takes, to split the gateway's
-// overhead into the durable write and everything else.
+// overhead into the durable write and everything else, and (through
+// audit.Options.OnCommit) each group commit's write+fsync and records.
 type timedLedger struct {
 	*audit.Ledger
-	mu  sync.Mutex
-	lat []time.Duration
-	t0  time.Time
+	mu      sync.Mutex
+	lat     []time.Duration
+	commits []time.Duration
+	records int
+	t0      time.Time
+}
+
+// committed is the ledger's OnCommit.
+func (t *timedLedger) committed(records int, took time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	t.commits = append(t.commits, took)
+	t.records += records
+	t.mu.Unlock()
 }
 
 func (t *timedLedger) Append(ctx context.Context, e audit.Entry) (audit.Record, error) {
@@ -547,12 +576,15 @@ func (t *timedLedger) Append(ctx context.Context, e audit.Entry) (audit.Record, 
 
 func (t *timedLedger) start() {
 	t.mu.Lock()
-	t.lat, t.t0 = nil, time.Now()
+	t.lat, t.commits, t.records, t.t0 = nil, nil, 0, time.Now()
 	t.mu.Unlock()
 }
 
-func (t *timedLedger) stop() result {
+// stop returns the Appends and the durable writes since start, and the
+// records those writes held.
+func (t *timedLedger) stop() (appends, commits result, records int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return result{elapsed: time.Since(t.t0), lat: t.lat}
+	el := time.Since(t.t0)
+	return result{elapsed: el, lat: t.lat}, result{elapsed: el, lat: t.commits}, t.records
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,6 +44,11 @@ func TestRun(t *testing.T) {
 			}
 			if got := strings.Count(out.String(), "CPU per call"); got != rows*len(kinds) {
 				t.Errorf("%d rows with CPU and allocation figures, want %d:\n%s", got, rows*len(kinds), out.String())
+			}
+			// Each row's durable writes hold exactly its gateway calls'
+			// records: an attempt and an outcome per call.
+			if got := strings.Count(out.String(), fmt.Sprintf(" for %d records (", 2*o.n)); got != rows*len(kinds) {
+				t.Errorf("%d rows whose durable writes hold %d records, want %d:\n%s", got, 2*o.n, rows*len(kinds), out.String())
 			}
 			if got := strings.Count(out.String(), "\npeak "); got != len(kinds) {
 				t.Errorf("%d peak rows, want one per kind:\n%s", got, out.String())

@@ -75,7 +75,7 @@ type setupOpts struct {
 
 // setup parses toml (with %BIN% and %WASM% replaced by the test server's
 // paths), opens a real ledger and starts the loop.
-func setup(t *testing.T, toml string, o setupOpts) *bundle {
+func setup(t testing.TB, toml string, o setupOpts) *bundle {
 	t.Helper()
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -146,7 +146,7 @@ type clientOpts struct {
 }
 
 // connect attaches a real SDK client to a fresh server for p.
-func (b *bundle) connect(t *testing.T, p principal.Principal, co clientOpts) *mcp.ClientSession {
+func (b *bundle) connect(t testing.TB, p principal.Principal, co clientOpts) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	srv := b.loop.NewServer(ctx, p)
