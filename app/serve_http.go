@@ -183,7 +183,7 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 		Ready: []edge.Check{
 			{Name: "store", Check: a.Ping},
 			{Name: "migrations", Check: a.Migrated},
-			{Name: "browser", Check: a.engine.Ready},
+			{Name: readyName(a.engine), Check: a.engine.Ready},
 		},
 		Metadata: md,
 		// A registry of the edge's own (an App may serve more than one
