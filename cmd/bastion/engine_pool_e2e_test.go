@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -179,5 +180,37 @@ func TestServeOnEnginePool(t *testing.T) {
 	}
 	if code, _, body := httpDo(t, "GET", s.base+"/readyz", "", ""); code != http.StatusOK {
 		t.Fatalf("readyz with one engine left: %d %s", code, body)
+	}
+	out, code := runRoot(t, "doctor", "--data-dir", t.TempDir(), "--engine-url", e1+","+e2, "--engine-secret-file", secrets)
+	if code != 0 || !strings.Contains(out, "engines") || strings.Contains(out, "chromium") {
+		t.Fatalf("doctor on the pool with one engine left: %d\n%s", code, out)
+	}
+	out, code = runRoot(t, "doctor", "--data-dir", t.TempDir(), "--engine-url", e1, "--engine-secret-file", secrets)
+	if code != 1 || !strings.Contains(out, "no engine of the pool is ready") {
+		t.Fatalf("doctor on the dead engine alone: %d\n%s", code, out)
+	}
+}
+
+// TestServeEnginePoolFlags: the engine flags are checked before anything
+// opens.
+func TestServeEnginePoolFlags(t *testing.T) {
+	t.Parallel()
+	secrets := filepath.Join(t.TempDir(), "engine-secrets")
+	if _, err := enginehttp.RotateSecret(context.Background(), secrets, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"SecretWithoutURL": {[]string{"--engine-secret-file", secrets}, "need --engine-url"},
+		"NoSecretFile":     {[]string{"--engine-url", "http://127.0.0.1:1"}, "--engine-secret-file"},
+		"UnknownInst":      {[]string{"--engine-url", "http://127.0.0.1:1", "--engine-secret-file", secrets, "--engine-installation", "globex"}, `no line for installation "globex"`},
+		"BadURL":           {[]string{"--engine-url", "ftp://x", "--engine-secret-file", secrets}, "engine URL 1"},
+	} {
+		out, code := runRoot(t, append([]string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "-", "--data-dir", t.TempDir()}, c.args...)...)
+		if code == 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%s: %d %q, want a failure mentioning %q", name, code, out, c.want)
+		}
 	}
 }
