@@ -214,3 +214,28 @@ func TestServeEnginePoolFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestServeOnEnginePoolWrongSecret: serve signs with a secret the engine
+// does not hold; the review fails at once with a typed error that says so.
+func TestServeOnEnginePoolWrongSecret(t *testing.T) {
+	testenv.Chromium(t)
+	t.Parallel()
+	dir := t.TempDir()
+	engineSecrets, serveSecrets := filepath.Join(dir, "engine"), filepath.Join(dir, "serve")
+	for _, f := range []string{engineSecrets, serveSecrets} {
+		if _, err := enginehttp.RotateSecret(context.Background(), f, "acme"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, _ := startEngine(t, "engine-wrong-secret", engineSecrets)
+	s := startServe(t, "serve-wrong-secret", nil, "--dev", "--allow-private", "--data-dir", t.TempDir(), "--log-level", "warn",
+		"--engine-url", e, "--engine-secret-file", serveSecrets)
+	cs := connectHTTP(t, s.mcpURL, s.token, "2025-11-25")
+	sub := mustCall(t, cs, "design_review", map[string]any{"url": "http://127.0.0.1:9/", "viewports": []string{"desktop"},
+		"client_request_id": "pool-wrong-secret-0001"})
+	done := waitJob(t, cs, sub.Job.JobID, time.Minute)
+	if done.Job.Status != "failed" || done.Job.Error == nil || done.Job.Error.Code != "UPSTREAM_UNAVAILABLE" ||
+		!strings.Contains(done.Job.Error.Message, "secret") || strings.Contains(done.Job.Error.Message, e) {
+		t.Fatalf("review with the wrong secret: %s %+v", done.Job.Status, done.Job.Error)
+	}
+}
