@@ -336,6 +336,12 @@ func (e *Engine) runOn(ctx context.Context, p *peer, body *submitBody, captures 
 		case errors.As(err, &down) && failures+1 < pollFailures:
 			failures++
 			continue
+		case errors.As(err, &down):
+			// The part moves to another engine. Should this one only be
+			// slow, not gone, its copy of the job is stopped, without
+			// holding up the move.
+			go e.cancel(ctx, p, id)
+			return nil, err
 		case err != nil:
 			return nil, err
 		}
