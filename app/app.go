@@ -68,6 +68,9 @@ type Config struct {
 	Review review.Options
 	// Demo, when set, wires the offline demo. Never set it in production.
 	Demo *Demo
+	// EnginePool, when set, sends reviews to remote engines instead of
+	// this process's browser (app/engine_remote.go); Chrome is then unused.
+	EnginePool *EnginePoolConfig
 
 	// DatabaseURL, when set, puts the store (and River's jobs) on
 	// PostgreSQL instead of SQLite in DataDir, so several replicas can share
@@ -281,7 +284,7 @@ type App struct {
 	// with this App register on it too.
 	Registry *prometheus.Registry
 
-	engine  *Engine
+	engine  engineRunner // the local browser pool, or the engine pool client (engine_remote.go)
 	started bool
 }
 
@@ -319,13 +322,21 @@ func Open(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Demo != nil {
 		ecfg.TrustSPKI = []string{cfg.Demo.SPKI}
 	}
-	if a.engine, err = OpenEngine(ctx, ecfg); err != nil {
-		return nil, err
+	if cfg.EnginePool != nil {
+		if a.engine, err = openEnginePool(b.Guard, *cfg.EnginePool, cfg.Logger); err != nil {
+			return nil, err
+		}
+	} else {
+		local, err := OpenEngine(ctx, ecfg)
+		if err != nil {
+			return nil, err
+		}
+		a.engine = local
+		if err := registerPool(a.Registry, local.pool); err != nil {
+			return nil, fault.Wrap(err, fault.InternalError, "the browser pool's metrics could not be registered")
+		}
 	}
 	eng := a.engine
-	if err := registerPool(a.Registry, eng.pool); err != nil {
-		return nil, fault.Wrap(err, fault.InternalError, "the browser pool's metrics could not be registered")
-	}
 	auth := review.TargetPolicy{Guard: b.Guard, Targets: b.Targets, AllowPrivate: cfg.AllowPrivate}
 	deps := review.Deps{Store: b.Store, Engine: eng, Authorizer: auth, Logger: cfg.Logger, Metrics: met, Tracer: cfg.Tracing.Tracer()}
 	if b.PG != nil {

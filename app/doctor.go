@@ -36,6 +36,9 @@ type DoctorConfig struct {
 	LaunchTimeout time.Duration
 	// Logger receives the browser's lifecycle logs; nil discards them.
 	Logger *slog.Logger
+	// EnginePool, when set, is checked instead of the browser and the
+	// fonts: serve reviews on those engines, so this machine needs neither.
+	EnginePool *EnginePoolConfig
 }
 
 // Status is one check's verdict.
@@ -100,12 +103,34 @@ func Doctor(ctx context.Context, cfg DoctorConfig) DoctorReport {
 		cfg.LaunchTimeout = 2 * time.Minute
 	}
 	sys := thisSystem()
+	if cfg.EnginePool != nil {
+		return DoctorReport{System: sys.String(), Checks: []DoctorCheck{
+			checkEnginePool(ctx, cfg),
+			checkDataDir(cfg),
+			checkPostgres(ctx, cfg.DatabaseURL, sys),
+		}}
+	}
 	return DoctorReport{System: sys.String(), Checks: []DoctorCheck{
 		checkChromium(ctx, cfg, sys),
 		checkFonts(ctx, sys),
 		checkDataDir(cfg),
 		checkPostgres(ctx, cfg.DatabaseURL, sys),
 	}}
+}
+
+// checkEnginePool builds the pool client as serve does and asks the
+// engines' /readyz.
+func checkEnginePool(ctx context.Context, cfg DoctorConfig) DoctorCheck {
+	c := DoctorCheck{Name: "engines", Detail: fmt.Sprintf("%d engine(s)", len(cfg.EnginePool.URLs))}
+	e, err := openEnginePool(egress.NewGuard(egress.Policy{Logger: cfg.Logger}, nil), *cfg.EnginePool, cfg.Logger)
+	if err == nil {
+		err = e.Ready(ctx)
+	}
+	if err != nil {
+		c.Status, c.Detail = StatusFail, c.Detail+": "+err.Error()
+		c.Fix = "start bastion engine serve on each --engine-url, with the installation's line of --engine-secret-file in its --secrets"
+	}
+	return c
 }
 
 // checkChromium finds the browser as the engine does and starts it the way

@@ -183,7 +183,7 @@ func (a *App) newHTTP(sc ServeConfig, g *Gateway) (*HTTP, error) {
 		Ready: []edge.Check{
 			{Name: "store", Check: a.Ping},
 			{Name: "migrations", Check: a.Migrated},
-			{Name: "browser", Check: a.engine.Ready},
+			{Name: readyName(a.engine), Check: a.engine.Ready},
 		},
 		Metadata: md,
 		// A registry of the edge's own (an App may serve more than one
@@ -372,7 +372,7 @@ func RunServe(ctx context.Context, cfg Config, sc ServeConfig, noWorkers bool) e
 	// Close waits for a launch to unwind, which can take long under load).
 	// Connections made meanwhile wait in the listener's backlog.
 	if err := a.engine.Ready(ctx); err != nil && ctx.Err() == nil {
-		a.Log.Warn("bastion serve: the browser did not start; /readyz reports it", "err", err)
+		a.Log.Warn("bastion serve: the engine is not ready; /readyz reports it", "engine", readyName(a.engine), "err", err)
 	}
 	return a.serve(ctx, sc, h, ln, aln, noWorkers, stop)
 }

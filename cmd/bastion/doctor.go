@@ -11,6 +11,8 @@ import (
 
 func newDoctorCmd() *cobra.Command {
 	var cfg app.DoctorConfig
+	var engineURLs []string
+	var engineSecrets, engineInst string
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check what a review needs on this machine and say what to install",
@@ -20,7 +22,10 @@ packages install it on Linux and macOS) that really starts headless behind
 the egress proxy; fonts to render with (the DejaVu, Liberation and Noto Sans
 families the reference renderings use are recommended); a writable data
 directory; and PostgreSQL when --database-url is given. Each problem is
-printed with what to install on this system.
+printed with what to install on this system. With --engine-url (and serve's
+--engine-secret-file and --engine-installation) it checks instead that an
+engine of that pool answers its /readyz, as serve on an engine pool needs no
+browser and no fonts.
 
 The exit status is 0 when a review can run here (warnings allowed) and 1
 when a check it needs failed.`,
@@ -31,6 +36,9 @@ when a check it needs failed.`,
 				return err
 			}
 			cfg.Logger = log
+			if len(engineURLs) > 0 {
+				cfg.EnginePool = &app.EnginePoolConfig{URLs: engineURLs, SecretsFile: engineSecrets, Installation: engineInst}
+			}
 			rep := app.Doctor(cmd.Context(), cfg)
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "bastion doctor: %s\n", rep.System)
@@ -52,5 +60,8 @@ when a check it needs failed.`,
 	fl.StringVar(&cfg.DataDir, "data-dir", "", "data directory to check (default $XDG_DATA_HOME/bastion)")
 	fl.StringVar(&cfg.DatabaseURL, "database-url", "", "PostgreSQL URL to check, as serve gets it (unchecked when empty)")
 	fl.DurationVar(&cfg.LaunchTimeout, "launch-timeout", 0, "bound on the browser's start (default 2m)")
+	fl.StringSliceVar(&engineURLs, "engine-url", nil, "check these engines' /readyz (as serve --engine-url uses them) instead of the browser and fonts")
+	fl.StringVar(&engineSecrets, "engine-secret-file", "", "with --engine-url: serve's --engine-secret-file")
+	fl.StringVar(&engineInst, "engine-installation", "", "with --engine-url: serve's --engine-installation")
 	return cmd
 }

@@ -43,6 +43,9 @@ type serveFlags struct {
 	agentAccessOff          []string
 	dev, noWorkers          bool
 	unsafeNoAuth            bool
+	engineURLs              []string
+	engineSecretFile        string
+	engineInstallation      string
 }
 
 func newServeCmd() *cobra.Command {
@@ -77,6 +80,16 @@ so several replicas share jobs (serve as a role that owns no table and
 migrate with --migrate-url as the owner; without it the serving role only
 reads the migration state and refuses to start while migrations are
 pending). --no-workers serves the API only.
+
+Engines: by default reviews run in this process's Chromium. --engine-url
+URL[,URL...] sends them to a pool of bastion engine serve processes over the
+signed job API instead (this process then needs no browser, and /readyz
+checks the engines' /readyz): each review is split by route over the
+engines, a job whose engine dies is moved to another, and a recheck is a
+full review of the finding's route. --engine-secret-file is a 0600 file of
+"INSTALLATION-ID SECRET" lines; --engine-installation picks the line (the
+engines' secrets file must hold the same one, and their targets policy must
+allow what this server reviews for it).
 
 Start-up failures print their cause and the fix; the listeners are bound
 first, so a port in use fails before the store is opened or a token minted.
@@ -125,6 +138,9 @@ prints it once on stderr with the URL.`,
 	fl.StringSliceVar(&f.agentAccessOff, "agent-access-off", nil, "tenants whose agent access is off: the MCP path answers them 404 (REST still works)")
 	fl.BoolVar(&f.dev, "dev", false, `loopback development server: create and print a token for tenant "dev"`)
 	fl.BoolVar(&f.noWorkers, "no-workers", false, "serve the API only; another replica runs the jobs")
+	fl.StringSliceVar(&f.engineURLs, "engine-url", nil, "review on these engines (bastion engine serve) over the signed job API instead of a local browser: URL[,URL...]")
+	fl.StringVar(&f.engineSecretFile, "engine-secret-file", "", "with --engine-url: a 0600 file of INSTALLATION-ID SECRET lines (bastion engine secret rotate makes one)")
+	fl.StringVar(&f.engineInstallation, "engine-installation", "", "with --engine-url: the installation id to sign as (default the secret file's only one)")
 	fl.BoolVar(&f.allowPrivate, "allow-private", false, "also allow loopback/private development servers as targets, without an ownership proof")
 	fl.StringVar(&f.logLevel, "log-level", "info", "stderr log level: debug, info, warn or error")
 	fl.DurationVar(&f.reviewTimeout, "review-timeout", 0, "bound on one review or recheck run (default 3m)")
@@ -154,6 +170,12 @@ func (f serveFlags) run(cmd *cobra.Command, stderr io.Writer) error {
 		return fault.New(fault.InvalidArgument, "pass --data-dir or --database-url, not both")
 	}
 	cfg.DatabaseURL, cfg.MigrateURL, cfg.UnsafeAllowOwnerRole = f.databaseURL, f.migrateURL, f.unsafeOwnerRole
+	switch {
+	case len(f.engineURLs) > 0:
+		cfg.EnginePool = &app.EnginePoolConfig{URLs: f.engineURLs, SecretsFile: f.engineSecretFile, Installation: f.engineInstallation}
+	case f.engineSecretFile != "" || f.engineInstallation != "":
+		return fault.New(fault.InvalidArgument, "--engine-secret-file and --engine-installation need --engine-url")
+	}
 	if cfg.Demo != nil {
 		cfg.Demo.Tenant = devTenant
 	}
