@@ -259,17 +259,17 @@ func (r resp) str(path ...any) string {
 	return s
 }
 
-// waitJob polls GET status until the job is terminal.
+// waitJob reads GET status, each read a long poll (?wait=), until the job
+// is terminal.
 func (e *env) waitJob(t testing.TB, tok, id string) resp {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		r := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=status", token: tok}).must(t, 200)
+		r := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=status&wait=5s", token: tok}).must(t, 200)
 		switch r.str("job", "status") {
 		case "completed", "failed", "cancelled":
 			return r
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("job %s did not finish", id)
 	return resp{}

@@ -571,3 +571,30 @@ func TestStepUpNamesTheScopeTheServiceChecks(t *testing.T) {
 		}
 	}
 }
+
+// TestGetWaitParam: ?wait= takes a duration or milliseconds within 25 s;
+// anything else, or a second wait, is INVALID_ARGUMENT naming it. On a job
+// no worker takes, a short wait ends with the job still queued.
+func TestGetWaitParam(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{}) // no workers: jobs stay queued
+	e.verify(t, "acme", "preview.example.com")
+	tok := e.token(t, "acme", allScopes...)
+	sub := e.do(t, req{method: "POST", path: "/api/v1/reviews", token: tok, body: submitBody, header: keyHeader("key-wait-0001")}).must(t, 202)
+	id := sub.str("job", "job_id")
+	for _, w := range []string{"50ms", "20"} {
+		r := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=status&wait=" + w, token: tok}).must(t, 200).conforms(t, "GetResult")
+		if r.str("job", "status") != "queued" {
+			t.Errorf("wait=%s: %s", w, r.raw)
+		}
+	}
+	for w, msg := range map[string]string{
+		"26s": "wait_ms: must be between 0 and 25000", "-1": "wait_ms: must be between 0 and 25000",
+		"soon": "wait: give a duration", "1s&wait=2s": "wait: give it at most once",
+	} {
+		r := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?wait=" + w, token: tok}).must(t, 400)
+		if !strings.HasPrefix(r.str("error", "message"), msg) {
+			t.Errorf("wait=%s: %s, want %q", w, r.raw, msg)
+		}
+	}
+}

@@ -107,6 +107,13 @@ func (w walker) check(path string, s *jsonschema.Schema, v any) string {
 		return at + ": must be one of " + enumList(s.Enum)
 	}
 	switch x := v.(type) {
+	case float64:
+		if s.Minimum != nil && x < *s.Minimum {
+			return fmt.Sprintf("%s: must be at least %s", at, strconv.FormatFloat(*s.Minimum, 'f', -1, 64))
+		}
+		if s.Maximum != nil && x > *s.Maximum {
+			return fmt.Sprintf("%s: must be at most %s", at, strconv.FormatFloat(*s.Maximum, 'f', -1, 64))
+		}
 	case string:
 		n := utf8.RuneCountInString(x)
 		if s.MinLength != nil && n < *s.MinLength {
