@@ -215,7 +215,7 @@ func (d *walk) steps(ctx context.Context) error {
 		job.JobID, job.Status, job.PollAfterMS, p.Budget.UnitsReserved, p.Budget.TenantUnitsRemaining)
 
 	// 3. Poll.
-	d.printf("3. design_review_get view=status, every poll_after_ms\n")
+	d.printf("3. design_review_get view=status wait_ms=%d: each answer held until the job changes state\n", demoWaitMS)
 	job, err = d.poll(ctx, job)
 	if err != nil {
 		return err
@@ -375,9 +375,13 @@ func (d *walk) steps(ctx context.Context) error {
 	return nil
 }
 
-// poll reads the job's status view every poll_after_ms until it is
-// terminal, printing each change; a job that did not complete is an error
-// with its kept reason.
+// demoWaitMS is how long the demo lets the server hold each status read:
+// an agent polls a few times instead of every poll_after_ms.
+const demoWaitMS = 20000
+
+// poll reads the job's status view, each read a long poll (wait_ms), until
+// it is terminal, printing each change; a job that did not complete is an
+// error with its kept reason.
 func (d *walk) poll(ctx context.Context, job jobWire) (jobWire, error) {
 	last := ""
 	for {
@@ -398,13 +402,7 @@ func (d *walk) poll(ctx context.Context, job jobWire) (jobWire, error) {
 			}
 			return job, fmt.Errorf("demo: job %s %s", job.JobID, job.Status)
 		}
-		wait := time.Duration(max(job.PollAfterMS, 100)) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return job, ctx.Err()
-		case <-time.After(wait):
-		}
-		p, _, _, err := d.call(ctx, toolGet, map[string]any{"job_id": job.JobID, "view": "status"})
+		p, _, _, err := d.call(ctx, toolGet, map[string]any{"job_id": job.JobID, "view": "status", "wait_ms": demoWaitMS})
 		if err != nil {
 			return job, err
 		}

@@ -51,7 +51,7 @@ func TestStageIsStoredForEveryReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-started
-	j := pollUntil(t, b, a.Principal, sub.Job.JobID, func(j review.Job) bool { return j.Stage == engine.StageCapturing && j.Progress.Done == 2 })
+	j := pollUntil(t, b, a.Principal, sub.Job.JobID, func(j review.Job) bool { return j.Stage == engine.StageCapturing && j.Progress != nil && j.Progress.Done == 2 })
 	if j.Status != "running" || j.Progress.Total != 4 {
 		t.Errorf("replica sees %+v (progress %+v), want running, capturing 2 of 4", j, j.Progress)
 	}
@@ -60,4 +60,23 @@ func TestStageIsStoredForEveryReplica(t *testing.T) {
 	if done.Status != "completed" || done.Stage != "finalizing" || done.Progress != nil {
 		t.Errorf("completed job %+v, progress %+v", done, done.Progress)
 	}
+}
+
+// TestStageStartsAtCapturing: a job the engine has not yet reported on is
+// capturing, not judging, from the moment it starts.
+func TestStageStartsAtCapturing(t *testing.T) {
+	t.Parallel()
+	gate, started := make(chan struct{}), make(chan string, 1)
+	h := setup(t, reviewtest.Options{Start: true, Engine: &reviewtest.Engine{Result: reviewtest.SampleResult(), Gate: gate, Started: started}})
+	sub, err := h.Service.Submit(context.Background(), h.Principal, submitParams("stage-start-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	g, err := h.Service.Get(context.Background(), h.Principal, &review.GetParams{JobID: sub.Job.JobID, View: review.ViewStatus})
+	if err != nil || g.Job.Status != "running" || g.Job.Stage != engine.StageCapturing || g.Job.Progress != nil {
+		t.Errorf("started job = %+v, %v; want running, capturing, no counts yet", g.Job, err)
+	}
+	close(gate)
+	h.WaitTerminal(t, h.Principal, sub.Job.JobID)
 }

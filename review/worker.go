@@ -81,7 +81,9 @@ var errReviewTimeout = errors.New("review: engine timeout")
 // arbitration. A nil return tells River the attempt is done; an error makes
 // River run it again later (a shutdown mid-run), bounded by MaxAttempts.
 func (s *Service) work(ctx context.Context, args jobArgs, attempt, maxAttempts int) error {
-	j, err := s.store.JobStart(ctx, &store.JobStartParams{Tenant: args.Tenant, ID: args.JobID, Attempt: attempt, At: s.now()})
+	// A started job is capturing until the engine says how far it is: a
+	// review and a recheck both begin by loading the page.
+	j, err := s.store.JobStart(ctx, &store.JobStartParams{Tenant: args.Tenant, ID: args.JobID, Attempt: attempt, At: s.now(), Stage: engine.StageCapturing})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // swept away
 	}
