@@ -51,7 +51,9 @@ func TestStageIsStoredForEveryReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-started
-	j := pollUntil(t, b, a.Principal, sub.Job.JobID, func(j review.Job) bool { return j.Stage == engine.StageCapturing && j.Progress != nil && j.Progress.Done == 2 })
+	j := pollUntil(t, b, a.Principal, sub.Job.JobID, func(j review.Job) bool {
+		return j.Stage == engine.StageCapturing && j.Progress != nil && j.Progress.Done == 2
+	})
 	if j.Status != "running" || j.Progress.Total != 4 {
 		t.Errorf("replica sees %+v (progress %+v), want running, capturing 2 of 4", j, j.Progress)
 	}
