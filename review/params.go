@@ -99,6 +99,16 @@ type GetResult struct {
 	Evidence []design.Evidence `json:"-"`
 	// Recheck is a completed recheck's report for every view but status.
 	Recheck *RecheckReport `json:"recheck,omitempty"`
+	// Target is what a completed review looked at, as it was asked for,
+	// for renderings that name it (the panel's header).
+	Target *Target `json:"-"`
+}
+
+// Target is the reviewed URL (canonical) and the revision the client said
+// it expected there, if it named one.
+type Target struct {
+	URL              string
+	ExpectedRevision string
 }
 
 // RecheckParams is design_recheck's input.

@@ -141,3 +141,17 @@ func TestPollAfterFollowsTheQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestGetNamesTheTarget: a completed review's Get says what was reviewed
+// (the canonical URL and the revision the client expected), for the panel.
+func TestGetNamesTheTarget(t *testing.T) {
+	t.Parallel()
+	h := setup(t, reviewtest.Options{Start: true})
+	in := submitParams("target-key-1")
+	in.ExpectedRevision = "rev-42"
+	j := completedReview(t, h, "", in)
+	g, err := h.Service.Get(context.Background(), h.Principal, &review.GetParams{JobID: j.JobID, View: review.ViewEvidence})
+	if err != nil || g.Target == nil || g.Target.URL != "https://preview.example.com/pricing" || g.Target.ExpectedRevision != "rev-42" {
+		t.Fatalf("Get = %+v, %v", g.Target, err)
+	}
+}

@@ -360,6 +360,11 @@ func TestReviewLoopWithRealEngine(t *testing.T) {
 			t.Fatalf("contents %+v", rr.Contents)
 		}
 		checkPanelHTML(t, rr.Contents[0].Text)
+		// The header names what was reviewed, as the file panel's does.
+		if html := rr.Contents[0].Text; !strings.Contains(html, `<div class="muted"><code>http://127.0.0.1:`) {
+			i := strings.Index(html, `<div class="muted">`)
+			t.Errorf("panel header does not name the reviewed URL and time: %.200s", html[max(i, 0):])
+		}
 		bob := h.connect(t, reviewtest.NewPrincipal(t, "acme", "bob", principal.AllScopes()...), clientOpts{})
 		if _, err := bob.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri}); err == nil {
 			t.Error("another principal read the panel")

@@ -197,8 +197,15 @@ func renderPanel(out *review.GetResult) (string, error) {
 	}
 	res := *out.Review
 	res.Evidence = out.Evidence
+	var meta panel.Meta
+	if t := out.Target; t != nil {
+		meta.URL, meta.Revision = t.URL, t.ExpectedRevision
+	}
+	if c := out.Job.CompletedAt; c != nil {
+		meta.Generated = c.UTC() // the job's own time: the same job renders the same bytes
+	}
 	var buf bytes.Buffer
-	if err := panel.Render(&buf, &res, panel.Meta{}); err != nil {
+	if err := panel.Render(&buf, &res, meta); err != nil {
 		return "", fault.Wrap(err, fault.InternalError, "the review panel could not be rendered")
 	}
 	return buf.String(), nil
