@@ -142,8 +142,12 @@ func TestDemo(t *testing.T) {
 	if strings.Contains(lower, "<script") {
 		t.Error("panel.html contains a script")
 	}
-	if u := regexp.MustCompile(`(?i)https?:`).FindString(string(html)); u != "" {
+	// The header names the reviewed URL as text; nothing may load one.
+	if u := regexp.MustCompile(`(?i)(?:src|href|action|srcset|poster|data)\s*=\s*["']?\s*https?:|url\(\s*["']?\s*https?:`).FindString(string(html)); u != "" {
 		t.Errorf("panel.html refers to a URL (%q); evidence must be data: URIs only", u)
+	}
+	if !strings.Contains(string(html), "<code>https://preview.example.com/pricing</code>") {
+		t.Error("panel.html does not name the reviewed URL")
 	}
 	if !strings.Contains(lower, "data:image/png;base64,") {
 		t.Error("panel.html has no inline evidence")
