@@ -11,8 +11,8 @@ import (
 	"github.com/bastion-mcp/bastion/store"
 )
 
-// TestFeedbackExport runs `bastion feedback export` on a store holding two
-// tenants' events: JSON lines, one tenant with --tenant, every tenant
+// TestFeedbackExport runs `bastion feedback export` (the README's command,
+// with the store named) on a store holding two tenants' events: JSON lines, one tenant with --tenant, every tenant
 // without, and a typed refusal for conflicting stores.
 func TestFeedbackExport(t *testing.T) {
 	t.Parallel()
