@@ -92,6 +92,13 @@ func TestReviewRoundTrip(t *testing.T) {
 	if fb.str("kind") != "hierarchy" || fb.str("verdict") != "dismissed" || fb.str("review_id") != rid {
 		t.Fatalf("feedback = %s", fb.raw)
 	}
+	if sum.at("summary", "dismissed_before") != nil {
+		t.Fatalf("dismissed_before before any dismissal: %s", sum.raw)
+	}
+	after := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=summary", token: tok}).must(t, 200).conforms(t, "GetResult")
+	if after.at("summary", "dismissed_before", "hierarchy") != 1.0 || len(after.at("summary", "dismissed_before").(map[string]any)) != 1 {
+		t.Fatalf("summary after a dismissal = %s", after.raw)
+	}
 	if bad := e.do(t, req{method: "POST", path: "/api/v1/reviews/" + rid + "/feedback", token: tok,
 		body: `{"finding_id":"f_002","verdict":"liked"}`}).must(t, 400); bad.str("error", "code") != "INVALID_ARGUMENT" {
 		t.Fatalf("unknown verdict = %s", bad.raw)

@@ -104,3 +104,25 @@ func findingOf(res *design.Result, id string) *design.Finding {
 	}
 	return nil
 }
+
+// dismissedBefore counts the tenant's dismissals of the kinds res has, or
+// nil when there are none.
+func (s *Service) dismissedBefore(ctx context.Context, p principal.Principal, res *design.Result) (map[string]int, error) {
+	if s.fb == nil || len(res.Findings) == 0 {
+		return nil, nil
+	}
+	all, err := s.fb.FeedbackCountByKind(ctx, p.Tenant(), store.Dismissed)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]int
+	for _, f := range res.Findings {
+		if n := all[f.Kind]; n > 0 {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[f.Kind] = n
+		}
+	}
+	return out, nil
+}

@@ -39,6 +39,15 @@ func TestRecordFeedback(t *testing.T) {
 	if e := byFinding["f_001"]; e.Verdict != store.Accepted || e.Kind != "contrast" {
 		t.Fatalf("apply_fix event = %+v", e)
 	}
+	// The summary view counts the tenant's dismissals of this review's kinds;
+	// other views carry none.
+	g, err := b.Service.Get(ctx, b.Principal, &review.GetParams{JobID: j.JobID, View: review.ViewSummary})
+	if err != nil || len(g.DismissedBefore) != 1 || g.DismissedBefore["hierarchy"] != 1 {
+		t.Fatalf("summary DismissedBefore = %v, %v; want hierarchy 1", g.DismissedBefore, err)
+	}
+	if g, err := b.Service.Get(ctx, b.Principal, &review.GetParams{JobID: j.JobID, View: review.ViewFindings}); err != nil || g.DismissedBefore != nil {
+		t.Fatalf("findings view DismissedBefore = %v, %v", g.DismissedBefore, err)
+	}
 
 	bad := []struct {
 		name string

@@ -82,6 +82,11 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 			res.Findings = slices.DeleteFunc(res.Findings, func(f design.Finding) bool { return !grounded(&f) })
 		}
 		out.Review = res
+		if view == ViewSummary {
+			if out.DismissedBefore, err = s.dismissedBefore(ctx, p, res); err != nil {
+				return nil, fault.From(err, msgGetFailed)
+			}
+		}
 		if view == ViewEvidence {
 			ev, err := s.store.EvidenceList(ctx, p.Tenant(), j.ID)
 			if err != nil {

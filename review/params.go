@@ -99,6 +99,10 @@ type GetResult struct {
 	Evidence []design.Evidence `json:"-"`
 	// Recheck is a completed recheck's report for every view but status.
 	Recheck *RecheckReport `json:"recheck,omitempty"`
+	// DismissedBefore counts, in the summary view, the feedback events by
+	// which this tenant dismissed findings of each kind this review has;
+	// nil when there are none (or feedback is not recorded).
+	DismissedBefore map[string]int `json:"-"`
 }
 
 // RecheckParams is design_recheck's input.
