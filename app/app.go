@@ -93,12 +93,13 @@ type Config struct {
 	egressRefused func(fault.Code)
 }
 
-// Store is everything the composition keeps: jobs, targets and personal
-// access tokens, on SQLite or PostgreSQL.
+// Store is everything the composition keeps: jobs, targets, personal
+// access tokens and feedback events, on SQLite or PostgreSQL.
 type Store interface {
 	store.Store
 	targets.Store
 	auth.PATStore
+	store.FeedbackStore
 	Close() error
 }
 

@@ -279,6 +279,8 @@ func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 		"PanelActionRequest": panelBody{},
 		"PanelResponse":      review.PanelResponse{},
 		"PanelActionResult":  review.PanelActionResult{},
+		"FeedbackRequest":    feedbackBody{},
+		"FeedbackResult":     review.FeedbackResult{},
 		"TargetAddRequest":   targetAddBody{},
 		"Challenge":          challengeJSON{},
 		"Target":             targetJSON{},

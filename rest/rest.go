@@ -56,6 +56,7 @@ type Service interface {
 	Recheck(ctx context.Context, p principal.Principal, in *review.RecheckParams) (*review.RecheckResult, error)
 	Cancel(ctx context.Context, p principal.Principal, in *review.CancelParams) (*review.CancelResult, error)
 	PanelAction(ctx context.Context, p principal.Principal, in *review.PanelActionParams) (*review.PanelActionResult, error)
+	RecordFeedback(ctx context.Context, p principal.Principal, in *review.FeedbackParams) (*review.FeedbackResult, error)
 }
 
 // Targets is a principal-scoped view of the verified-targets registry: each
@@ -145,6 +146,7 @@ func routes() []route {
 		{http.MethodPost, Prefix + "/reviews/{review_id}/recheck", principal.ReviewsWrite, http.StatusAccepted, true, (*handler).recheck},
 		{http.MethodPost, Prefix + "/reviews/{job_id}/cancel", principal.ReviewsCancel, http.StatusOK, false, (*handler).cancel},
 		{http.MethodPost, Prefix + "/reviews/{job_id}/panel-action", principal.ReviewsRead, http.StatusOK, true, (*handler).panelAction},
+		{http.MethodPost, Prefix + "/reviews/{review_id}/feedback", principal.ReviewsWrite, http.StatusOK, true, (*handler).feedback},
 		{http.MethodGet, Prefix + "/targets", principal.ReviewsRead, http.StatusOK, false, (*handler).listTargets},
 		{http.MethodPost, Prefix + "/targets", principal.TargetsWrite, http.StatusOK, true, (*handler).addTarget},
 		{http.MethodPost, Prefix + "/targets/{host}/verify", principal.TargetsWrite, http.StatusOK, false, (*handler).verifyTarget},

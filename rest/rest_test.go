@@ -85,8 +85,30 @@ func TestReviewRoundTrip(t *testing.T) {
 		t.Fatalf("advisory apply_fix = %s", human.raw)
 	}
 
-	// Recheck on the review id, after the agent's fix (a new revision).
+	// Feedback on the review id: any verdict, typed refusals.
 	rid := sum.str("job", "review_id")
+	fb := e.do(t, req{method: "POST", path: "/api/v1/reviews/" + rid + "/feedback", token: tok,
+		body: `{"finding_id":"f_002","verdict":"dismissed","reason":"brand heading"}`}).must(t, 200).conforms(t, "FeedbackResult")
+	if fb.str("kind") != "hierarchy" || fb.str("verdict") != "dismissed" || fb.str("review_id") != rid {
+		t.Fatalf("feedback = %s", fb.raw)
+	}
+	if sum.at("summary", "dismissed_before") != nil {
+		t.Fatalf("dismissed_before before any dismissal: %s", sum.raw)
+	}
+	after := e.do(t, req{method: "GET", path: "/api/v1/reviews/" + id + "?view=summary", token: tok}).must(t, 200).conforms(t, "GetResult")
+	if after.at("summary", "dismissed_before", "hierarchy") != 1.0 || len(after.at("summary", "dismissed_before").(map[string]any)) != 1 {
+		t.Fatalf("summary after a dismissal = %s", after.raw)
+	}
+	if bad := e.do(t, req{method: "POST", path: "/api/v1/reviews/" + rid + "/feedback", token: tok,
+		body: `{"finding_id":"f_002","verdict":"liked"}`}).must(t, 400); bad.str("error", "code") != "INVALID_ARGUMENT" {
+		t.Fatalf("unknown verdict = %s", bad.raw)
+	}
+	if bad := e.do(t, req{method: "POST", path: "/api/v1/reviews/" + rid + "/feedback", token: tok,
+		body: `{"finding_id":"f_999","verdict":"disputed"}`}).must(t, 404); bad.str("error", "code") != "FINDING_NOT_FOUND" {
+		t.Fatalf("unknown finding = %s", bad.raw)
+	}
+
+	// Recheck on the review id, after the agent's fix (a new revision).
 	rc := e.do(t, req{method: "POST", path: "/api/v1/reviews/" + rid + "/recheck", token: tok,
 		body: `{"finding_ids":["f_001"],"expected_revision":"rev-2","client_request_id":"key-recheck-01"}`}).must(t, 202).conforms(t, "RecheckResult")
 	rcID := rc.str("job", "job_id")
@@ -540,6 +562,7 @@ func TestStepUpNamesTheScopeTheServiceChecks(t *testing.T) {
 		"POST /api/v1/reviews":                       submitBody,
 		"POST /api/v1/reviews/{review_id}/recheck":   `{"finding_ids":["f_001"]}`,
 		"POST /api/v1/reviews/{job_id}/panel-action": `{"action":"recheck"}`,
+		"POST /api/v1/reviews/{review_id}/feedback":  `{"finding_id":"f_001","verdict":"disputed"}`,
 		"POST /api/v1/targets":                       `{"host":"preview.example.com"}`,
 		"POST /api/v1/targets/{host}/verify":         ``,
 		"DELETE /api/v1/targets/{host}":              ``,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/store"
 )
 
 // idempotencyHeader names the request's idempotency key as a header; it
@@ -145,4 +146,21 @@ func (h *handler) panelAction(c *call) (any, error) {
 		return nil, err
 	}
 	return h.svc.PanelAction(c.r.Context(), c.p, &review.PanelActionParams{JobID: c.r.PathValue("job_id"), Action: in.Action, FindingID: in.FindingID})
+}
+
+// feedbackBody is POST /reviews/{review_id}/feedback's body.
+type feedbackBody struct {
+	FindingID string        `json:"finding_id"`
+	Verdict   store.Verdict `json:"verdict"`
+	Reason    string        `json:"reason,omitempty"`
+}
+
+// feedback is POST /reviews/{review_id}/feedback.
+func (h *handler) feedback(c *call) (any, error) {
+	var in feedbackBody
+	if err := decodeJSON(c.body, &in); err != nil {
+		return nil, err
+	}
+	return h.svc.RecordFeedback(c.r.Context(), c.p, &review.FeedbackParams{ReviewID: c.r.PathValue("review_id"),
+		FindingID: in.FindingID, Verdict: in.Verdict, Reason: in.Reason})
 }

@@ -74,6 +74,7 @@ func getOf(out *review.GetResult, view review.View) getResponse {
 	case out.Review == nil:
 	case view == "" || view == review.ViewSummary:
 		r.Summary = reviewmcp.SummaryOf(out.Job.ReviewID, out.Review)
+		r.Summary.DismissedBefore = out.DismissedBefore
 	default:
 		r.Review = reviewOf(out.Job.ReviewID, out.Review)
 	}

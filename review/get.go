@@ -86,6 +86,11 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 		if json.Unmarshal(j.Request, &req) == nil {
 			out.Target = &Target{URL: req.URL, ExpectedRevision: req.ExpectedRevision}
 		}
+		if view == ViewSummary {
+			if out.DismissedBefore, err = s.dismissedBefore(ctx, p, res); err != nil {
+				return nil, fault.From(err, msgGetFailed)
+			}
+		}
 		if view == ViewEvidence {
 			ev, err := s.store.EvidenceList(ctx, p.Tenant(), j.ID)
 			if err != nil {

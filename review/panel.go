@@ -11,8 +11,9 @@ import (
 // PanelAction routes a review-panel interaction: apply_fix returns a grounded
 // finding's fix (one with a selector and a concrete fix that is not advisory)
 // for the agent's own hands, or human_only; recheck returns the finding ids to
-// recheck. It reads only, costs nothing and never sets a status. Requires
-// reviews:read.
+// recheck. It costs nothing and never sets a status; apply_fix records the
+// finding as accepted (a feedback event), recheck records nothing, since a
+// recheck is not a verdict. Requires reviews:read.
 func (s *Service) PanelAction(ctx context.Context, p principal.Principal, in *PanelActionParams) (*PanelActionResult, error) {
 	if err := authorize(p, principal.ReviewsRead, "acting on a review panel"); err != nil {
 		return nil, err
@@ -48,13 +49,7 @@ func (s *Service) PanelAction(ctx context.Context, p principal.Principal, in *Pa
 	out := &PanelActionResult{SchemaVersion: SchemaVersion, JobID: j.ID, ReviewID: j.ReviewID}
 	var f *design.Finding
 	if in.FindingID != "" {
-		for i := range res.Findings {
-			if res.Findings[i].ID == in.FindingID {
-				f = &res.Findings[i]
-				break
-			}
-		}
-		if f == nil {
+		if f = findingOf(res, in.FindingID); f == nil {
 			return nil, fault.New(fault.FindingNotFound, "finding %s does not belong to review %s", in.FindingID, j.ReviewID).WithNext(fault.None)
 		}
 	}
@@ -70,6 +65,12 @@ func (s *Service) PanelAction(ctx context.Context, p principal.Principal, in *Pa
 			}
 		}
 		return out, nil
+	}
+	// Asking for a finding's fix is the team accepting it.
+	if s.fb != nil {
+		if _, err := s.recordVerdict(ctx, p, j, f, store.Accepted, ""); err != nil {
+			return nil, fault.Wrap(err, fault.InternalError, msgPanelFailed)
+		}
 	}
 	switch {
 	case res.Grade == design.NothingReviewed:

@@ -102,6 +102,10 @@ type GetResult struct {
 	// Target is what a completed review looked at, as it was asked for,
 	// for renderings that name it (the panel's header).
 	Target *Target `json:"-"`
+	// DismissedBefore counts, in the summary view, the feedback events by
+	// which this tenant dismissed findings of each kind this review has;
+	// nil when there are none (or feedback is not recorded).
+	DismissedBefore map[string]int `json:"-"`
 }
 
 // Target is the reviewed URL (canonical) and the revision the client said

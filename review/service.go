@@ -79,6 +79,11 @@ type Deps struct {
 	// (tracing off) starts none. A job carries its submitter's trace
 	// context in its River metadata, so its run joins that trace.
 	Tracer trace.Tracer
+	// Feedback records the team's verdicts on findings. Nil means Store
+	// when it implements store.FeedbackStore (both adapters do); with
+	// neither, RecordFeedback is UNAVAILABLE and panel actions record
+	// nothing.
+	Feedback store.FeedbackStore
 }
 
 // Options tunes the Service. The zero value of each field means its default.
@@ -167,6 +172,7 @@ func (o Options) withDefaults() (Options, error) {
 type Service struct {
 	// Fixed at creation.
 	store  store.Store
+	fb     store.FeedbackStore // nil: feedback is not recorded
 	engine Engine
 	auth   Authorizer
 	clock  Clock
@@ -206,6 +212,7 @@ func New[TTx any](deps Deps, driver riverdriver.Driver[TTx], opts Options) (*Ser
 	}
 	s := &Service{
 		store:   deps.Store,
+		fb:      deps.Feedback,
 		engine:  deps.Engine,
 		auth:    deps.Authorizer,
 		clock:   deps.Clock,
@@ -218,6 +225,9 @@ func New[TTx any](deps Deps, driver riverdriver.Driver[TTx], opts Options) (*Ser
 	}
 	if s.met == nil {
 		s.met = noMetrics{}
+	}
+	if fb, ok := deps.Store.(store.FeedbackStore); ok && s.fb == nil {
+		s.fb = fb
 	}
 	if s.clock == nil {
 		s.clock = systemClock{}

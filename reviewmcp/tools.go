@@ -205,6 +205,7 @@ func callGet(ctx context.Context, a *adapter, req *mcp.CallToolRequest, p princi
 	switch view {
 	case review.ViewSummary:
 		pl.Summary = summaryOf(c)
+		pl.Summary.DismissedBefore = out.DismissedBefore
 		return viewResult(pl, summaryText(pl.Summary, c))
 	case review.ViewEvidence:
 		pl.Review = c

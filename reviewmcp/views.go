@@ -46,6 +46,9 @@ type summaryWire struct {
 	Coverage   summaryCoverage   `json:"coverage"`
 	Top        []summaryFinding  `json:"top_findings"`
 	Provenance summaryProvenance `json:"provenance"`
+	// DismissedBefore counts the tenant's earlier dismissals of each kind
+	// this review has (review.GetResult.DismissedBefore); absent when none.
+	DismissedBefore map[string]int `json:"dismissed_before,omitempty"`
 }
 
 type summaryCoverage struct {

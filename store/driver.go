@@ -117,6 +117,15 @@ type Executor interface {
 	// TargetDelete deletes one target and reports whether it existed.
 	TargetDelete(ctx context.Context, tenant, host string) (bool, error)
 
+	// FeedbackEventInsert appends one feedback event; a duplicate id is an
+	// error.
+	FeedbackEventInsert(ctx context.Context, e *FeedbackEvent) error
+	// FeedbackEventList reads the tenant's events by time, then id.
+	FeedbackEventList(ctx context.Context, tenant string) ([]FeedbackEvent, error)
+	// FeedbackEventCountByKind counts the tenant's events with verdict v by
+	// finding kind.
+	FeedbackEventCountByKind(ctx context.Context, tenant string, v Verdict) (map[string]int, error)
+
 	// PATInsert writes a token record (and whatever index PATLookup reads);
 	// a duplicate id or hash is an error.
 	PATInsert(ctx context.Context, rec *auth.PATRecord) error

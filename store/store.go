@@ -1,6 +1,7 @@
 // Package store declares bastion's persistent state: review jobs with their
 // idempotency keys and cancellation decisions, the tenant unit ledger, recheck
-// limiter events, evidence crops and the targets registry's verified hosts.
+// limiter events, evidence crops, the targets registry's verified hosts and
+// the team's feedback events on findings.
 // Adapters (store/sqlite, store/postgres) implement Store and all pass
 // storetest.Exercise. The job state machine, the unit ledger and cancel
 // arbitration are written once, in Jobs, over a Driver whose Executor runs

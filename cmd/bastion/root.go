@@ -45,6 +45,7 @@ func newRootCmd() *cobra.Command {
 		newServeCmd(),
 		newTokenCmd(),
 		newTargetsCmd(),
+		newFeedbackCmd(),
 		newGatewayCmd(),
 		newApprovalsCmd(),
 		newPinCmd(),

@@ -18,12 +18,13 @@ import (
 
 // tenantTables are bastion's tenant-data tables: every one must show a bound
 // tenant only its own rows and an unbound session none.
-var tenantTables = []string{"jobs", "tenant_balances", "recheck_events", "evidence", "targets", "pats"}
+var tenantTables = []string{"jobs", "tenant_balances", "recheck_events", "evidence", "targets", "pats", "feedback_events"}
 
 // seed writes a row for tenant into every bastion table through the store.
 func seed(t *testing.T, s interface {
 	store.Store
 	store.PATStore
+	store.FeedbackStore
 }, tenant string) {
 	t.Helper()
 	ctx := context.Background()
@@ -52,6 +53,10 @@ func seed(t *testing.T, s interface {
 	}
 	if err := s.PATPut(ctx, auth.PATRecord{ID: "pat1", Tenant: tenant, Name: "n", Scopes: []principal.Scope{principal.ReviewsRead},
 		Hash: sha256.Sum256([]byte(tenant)), CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FeedbackRecord(ctx, &store.FeedbackEvent{Tenant: tenant, ID: "fb_1", ReviewID: "rev_" + tenant, FindingID: "f_1",
+		Kind: "contrast", Verdict: store.Dismissed, PrincipalID: "p1", At: t0}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -219,6 +219,7 @@ var appGrants = []struct{ privileges, table string }{
 	{"SELECT, INSERT, UPDATE, DELETE", "evidence"},
 	{"SELECT, INSERT, UPDATE, DELETE", "targets"},
 	{"SELECT, INSERT, UPDATE, DELETE", "pats"},
+	{"SELECT, INSERT, UPDATE, DELETE", "feedback_events"},
 	{"SELECT, INSERT", "tenants"},
 	{"INSERT", "pat_hashes"},
 	{"SELECT", "bastion_schema_migrations"}, // readiness: DB.Migrated

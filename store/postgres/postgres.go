@@ -99,11 +99,12 @@ type Options struct {
 
 // DB is a store.Store and store.PATStore on PostgreSQL. It is safe for
 // concurrent use by many goroutines and many processes. Its methods are
-// store.Jobs, store.Targets and store.PATs over this database's driver.
+// store.Jobs, store.Targets, store.PATs and store.Feedback over this database's driver.
 type DB struct {
 	store.Jobs
 	store.Targets
 	store.PATs
+	store.Feedback
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	migs fs.FS // the migrations this binary carries
@@ -159,6 +160,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	db := &DB{pool: pool, log: logger}
 	d := driver{db: db}
 	db.Jobs, db.Targets, db.PATs = store.Jobs{Driver: d}, store.Targets{Driver: d}, store.PATs{Driver: d}
+	db.Feedback = store.Feedback{Driver: d}
 	if err := db.open(ctx, opts); err != nil {
 		pool.Close()
 		return nil, err
@@ -229,7 +231,7 @@ func (db *DB) open(ctx context.Context, opts Options) error {
 
 // appTables are bastion's tables: each must have row-level security enabled
 // and forced. TestEveryTableIsForced keeps the list complete.
-var appTables = []string{"tenants", "jobs", "tenant_balances", "recheck_events", "evidence", "targets", "pats", "pat_hashes"}
+var appTables = []string{"tenants", "jobs", "tenant_balances", "recheck_events", "evidence", "targets", "pats", "pat_hashes", "feedback_events"}
 
 // checkTables verifies every bastion table is under forced row-level
 // security and returns those the serving role owns or may act as owner of.

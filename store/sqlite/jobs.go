@@ -53,7 +53,7 @@ func (d driver) Read(_ context.Context, _ string, fn func(store.Executor) error)
 // TenantList names every tenant with a ledger row, a job or a recheck event.
 func (d driver) TenantList(ctx context.Context) ([]string, error) {
 	rows, err := d.rd.QueryContext(ctx, `SELECT tenant_id FROM tenant_balances UNION SELECT tenant_id FROM jobs
-		UNION SELECT tenant_id FROM recheck_events ORDER BY tenant_id`)
+		UNION SELECT tenant_id FROM recheck_events UNION SELECT tenant_id FROM feedback_events ORDER BY tenant_id`)
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: tenants: %w", err)
 	}

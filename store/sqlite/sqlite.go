@@ -58,12 +58,13 @@ type Options struct {
 }
 
 // DB is a store.Store on one SQLite file. It is safe for concurrent use.
-// Its methods are store.Jobs, store.Targets and store.PATs over this file's
+// Its methods are store.Jobs, store.Targets, store.PATs and store.Feedback over this file's
 // driver.
 type DB struct {
 	store.Jobs
 	store.Targets
 	store.PATs
+	store.Feedback
 	db   *sql.DB    // the writer: one connection, shared with River
 	rd   *stmtCache // the query-only readers
 	migs fs.FS      // the migrations this binary carries
@@ -220,7 +221,7 @@ func open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	d := driver{db: db, rd: &stmtCache{db: rdb}}
-	return &DB{Jobs: store.Jobs{Driver: d}, Targets: store.Targets{Driver: d}, PATs: store.PATs{Driver: d}, db: db, rd: d.rd, migs: migs}, nil
+	return &DB{Jobs: store.Jobs{Driver: d}, Targets: store.Targets{Driver: d}, PATs: store.PATs{Driver: d}, Feedback: store.Feedback{Driver: d}, db: db, rd: d.rd, migs: migs}, nil
 }
 
 // Migrated reports whether every migration this binary carries is applied

@@ -411,6 +411,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 	})
 
 	exerciseTargets(t, setup, t0)
+	exerciseFeedback(t, setup, t0)
 	exerciseConcurrency(t, setup, t0)
 
 	t.Run("Sweep", func(t *testing.T) {
@@ -662,4 +663,63 @@ func mustCreate(t *testing.T, s store.Store, j store.Job) {
 	if _, err := s.JobCreate(context.Background(), createParams(j, 10)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func exerciseFeedback(t *testing.T, setup func(t *testing.T) (context.Context, store.Store), t0 time.Time) {
+	t.Run("Feedback", func(t *testing.T) {
+		t.Parallel()
+		ctx, s := setup(t)
+		fs, ok := s.(store.FeedbackStore)
+		if !ok {
+			t.Fatalf("%T does not implement store.FeedbackStore", s)
+		}
+		event := func(tenant, id, kind string, v store.Verdict, at time.Time) *store.FeedbackEvent {
+			return &store.FeedbackEvent{Tenant: tenant, ID: id, ReviewID: "rev_a", FindingID: "f_" + id, Kind: kind,
+				Verdict: v, Reason: "why " + id, PrincipalID: "p1", At: at}
+		}
+		// Recorded out of time order: the list is by time, then id.
+		for _, e := range []*store.FeedbackEvent{
+			event("t1", "fb_2", "contrast", store.Dismissed, t0.Add(time.Second)),
+			event("t1", "fb_1", "contrast", store.Dismissed, t0),
+			event("t1", "fb_3", "overflow", store.Accepted, t0.Add(time.Second)),
+			event("t1", "fb_4", "overflow", store.Dismissed, t0.Add(2*time.Second)),
+			event("t2", "fb_1", "contrast", store.Disputed, t0),
+		} {
+			if err := fs.FeedbackRecord(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := fs.FeedbackRecord(ctx, event("t1", "fb_1", "contrast", store.Accepted, t0)); err == nil {
+			t.Fatal("a duplicate event id was recorded")
+		}
+		if err := fs.FeedbackRecord(ctx, event("t1", "fb_9", "contrast", "liked", t0)); err == nil {
+			t.Fatal("an unknown verdict was recorded")
+		}
+		got, err := fs.FeedbackList(ctx, "t1")
+		if err != nil || len(got) != 4 {
+			t.Fatalf("list = %+v, %v; want 4 events", got, err)
+		}
+		for i, id := range []string{"fb_1", "fb_2", "fb_3", "fb_4"} {
+			if got[i].ID != id {
+				t.Fatalf("list[%d] = %s, want %s (by time, then id)", i, got[i].ID, id)
+			}
+		}
+		if e := got[0]; e.Tenant != "t1" || e.ReviewID != "rev_a" || e.FindingID != "f_fb_1" || e.Kind != "contrast" ||
+			e.Verdict != store.Dismissed || e.Reason != "why fb_1" || e.PrincipalID != "p1" || !e.At.Equal(t0) {
+			t.Fatalf("event = %+v", e)
+		}
+		n, err := fs.FeedbackCountByKind(ctx, "t1", store.Dismissed)
+		if err != nil || len(n) != 2 || n["contrast"] != 2 || n["overflow"] != 1 {
+			t.Fatalf("dismissed by kind = %v, %v; want contrast 2, overflow 1", n, err)
+		}
+		if n, err := fs.FeedbackCountByKind(ctx, "t2", store.Dismissed); err != nil || len(n) != 0 {
+			t.Fatalf("t2 dismissed = %v, %v; want none (its one event is disputed)", n, err)
+		}
+		if other, err := fs.FeedbackList(ctx, "t2"); err != nil || len(other) != 1 || other[0].Verdict != store.Disputed {
+			t.Fatalf("t2 list = %+v, %v", other, err)
+		}
+		if none, err := fs.FeedbackList(ctx, "t3"); err != nil || len(none) != 0 {
+			t.Fatalf("t3 list = %+v, %v", none, err)
+		}
+	})
 }
