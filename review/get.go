@@ -82,16 +82,16 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 			res.Findings = slices.DeleteFunc(res.Findings, func(f design.Finding) bool { return !grounded(&f) })
 		}
 		out.Review = res
-		var req reviewRequest
-		if json.Unmarshal(j.Request, &req) == nil {
-			out.Target = &Target{URL: req.URL, ExpectedRevision: req.ExpectedRevision}
-		}
 		if view == ViewSummary {
 			if out.DismissedBefore, err = s.dismissedBefore(ctx, p, res); err != nil {
 				return nil, fault.From(err, msgGetFailed)
 			}
 		}
 		if view == ViewEvidence {
+			var req reviewRequest
+			if json.Unmarshal(j.Request, &req) == nil {
+				out.Target = &Target{URL: req.URL, ExpectedRevision: req.ExpectedRevision}
+			}
 			ev, err := s.store.EvidenceList(ctx, p.Tenant(), j.ID)
 			if err != nil {
 				return nil, fault.From(err, msgGetFailed)

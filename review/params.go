@@ -99,8 +99,8 @@ type GetResult struct {
 	Evidence []design.Evidence `json:"-"`
 	// Recheck is a completed recheck's report for every view but status.
 	Recheck *RecheckReport `json:"recheck,omitempty"`
-	// Target is what a completed review looked at, as it was asked for,
-	// for renderings that name it (the panel's header).
+	// Target is what a completed review looked at, as it was asked for, in
+	// the evidence view (the one the panel is rendered from).
 	Target *Target `json:"-"`
 	// DismissedBefore counts, in the summary view, the feedback events by
 	// which this tenant dismissed findings of each kind this review has;

@@ -6,7 +6,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/review"
+	"github.com/bastion-mcp/bastion/store"
 )
 
 // progressReporter returns what tells a waiting design_review_get's client
@@ -48,13 +50,13 @@ func jobProgress(j review.Job, captures int) (at, total float64) {
 		total = float64(captures + 3)
 	}
 	switch {
-	case j.Status == "queued":
+	case j.Status == string(store.Queued):
 		return 0, total
 	case j.Progress != nil:
 		return float64(1 + j.Progress.Done), total
-	case j.Stage == "judging":
+	case j.Stage == engine.StageJudging:
 		return float64(captures + 2), total
-	case j.Stage == "finalizing":
+	case j.Stage == store.StageFinalizing:
 		return float64(captures + 3), total
 	}
 	return 1, total

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -44,9 +43,7 @@ tenant; without --tenant, every tenant's in tenant order.`,
 				b.Close()
 			}
 			if err != nil {
-				fe := fault.From(err, "the feedback export failed")
-				fmt.Fprintf(cmd.ErrOrStderr(), "bastion feedback export: %s: %s (next_action: %s)\n", fe.Code, fe.Message, fe.NextAction)
-				return exitError{1}
+				return commandFailed(cmd.ErrOrStderr(), "bastion feedback export", err, "the feedback export failed")
 			}
 			return nil
 		},

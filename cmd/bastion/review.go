@@ -73,9 +73,7 @@ makes this 0); and 1 with a typed error line when it could not run.`,
 				return exitError{exitPartial}
 			}
 			if err != nil {
-				fe := fault.From(err, "the review could not run")
-				fmt.Fprintf(cmd.ErrOrStderr(), "bastion: %s: %s (next_action: %s)\n", fe.Code, fe.Message, fe.NextAction)
-				return exitError{1}
+				return commandFailed(cmd.ErrOrStderr(), "bastion", err, "the review could not run")
 			}
 			return nil
 		},

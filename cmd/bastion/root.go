@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -69,6 +70,15 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return "exit status" }
 func (e exitError) ExitCode() int { return e.code }
+
+// commandFailed prints err on w as "PREFIX: CODE: message (next_action: N)",
+// the one shape a command's typed failure takes, and returns exit status 1.
+// Anything untyped is reported as internalMessage.
+func commandFailed(w io.Writer, prefix string, err error, internalMessage string) error {
+	fe := fault.From(err, internalMessage)
+	fmt.Fprintf(w, "%s: %s: %s (next_action: %s)\n", prefix, fe.Code, fe.Message, fe.NextAction)
+	return exitError{1}
+}
 
 // logFormat is --log-format, checked when parsed so a typo fails before
 // anything starts.

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bastion-mcp/bastion/app"
-	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/targets"
 )
 
@@ -117,9 +116,7 @@ func (f targetsFlags) run(cmd *cobra.Command, do func(context.Context, *targets.
 		b.Close()
 	}
 	if err != nil {
-		fe := fault.From(err, "the targets command failed")
-		fmt.Fprintf(cmd.ErrOrStderr(), "bastion targets: %s: %s (next_action: %s)\n", fe.Code, fe.Message, fe.NextAction)
-		return exitError{1}
+		return commandFailed(cmd.ErrOrStderr(), "bastion targets", err, "the targets command failed")
 	}
 	return nil
 }

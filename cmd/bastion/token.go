@@ -152,9 +152,7 @@ func (f tokenFlags) run(cmd *cobra.Command, do func(context.Context, *auth.PATIs
 		return do(ctx, auth.NewPATIssuer(b.Store, nil, nil), cmd.OutOrStdout())
 	}()
 	if err != nil {
-		fe := fault.From(err, "the token command failed")
-		fmt.Fprintf(cmd.ErrOrStderr(), "bastion token: %s: %s (next_action: %s)\n", fe.Code, fe.Message, fe.NextAction)
-		return exitError{1}
+		return commandFailed(cmd.ErrOrStderr(), "bastion token", err, "the token command failed")
 	}
 	return nil
 }
