@@ -248,6 +248,22 @@ func (e *Engine) cancel(ctx context.Context, p *peer, id string) {
 	}
 }
 
+// abandon cancels a job whose submission the caller's context cut short.
+// The engine may have taken the job before the answer naming it arrived,
+// so the id is learnt by submitting again under the same idempotency key
+// (§14: a replay answers 409 with the job's id) and that job is DELETEd;
+// without this an engine would run a review nobody waits for.
+func (e *Engine) abandon(ctx context.Context, p *peer, b *submitBody) {
+	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), e.o.RequestTimeout)
+	defer stop()
+	id, err := e.submit(ctx, p, b)
+	if err != nil {
+		e.log.Warn("remote: finding a cancelled submission's job failed", "engine", p.base, "err", err)
+		return
+	}
+	e.cancel(ctx, p, id)
+}
+
 // rejected is the typed error for a 4xx answer to a well-signed request:
 // the engine's own fault code when it sent one (its message is about the
 // request, not about the engine's insides), else INVALID_ARGUMENT.

@@ -6,7 +6,8 @@
 // A review is split by route into as many jobs as there are engines (at
 // most one job per route), each submitted to the engine with the fewest of
 // this client's jobs in flight (ties in turn), polled to its end, and
-// cancelled with DELETE when the caller's context ends. A job whose engine
+// cancelled with DELETE when the caller's context ends, even mid-submit
+// (the id is then learnt by replaying the idempotency key). A job whose engine
 // stops answering (unreachable, 5xx, job lost) is submitted again to
 // another engine; when none is left the review fails UNAVAILABLE,
 // retriable. The parts are merged back into one design.Result.
@@ -318,6 +319,9 @@ func (e *Engine) runOn(ctx context.Context, p *peer, body *submitBody, captures 
 	defer p.add(-1)
 	id, err := e.submit(ctx, p, body)
 	if err != nil {
+		if ctx.Err() != nil {
+			e.abandon(ctx, p, body)
+		}
 		return nil, err
 	}
 	e.log.Debug("remote: job submitted", "engine", p.base, "job", id)
