@@ -439,9 +439,17 @@ func TestSpacingRhythm(t *testing.T) {
 	for i, yy := range []float64{500, 556, 620} {
 		p.add(checks.Element{Parent: few, Tag: "p", Class: "x", Selector: "p.few-" + string(rune('a'+i)), Box: box(0, yy, 400, 40)})
 	}
-	got := kindsOf(checks.Run(p.s, checks.Config{}), checks.KindSpacingRhythm)
+	fs := checks.Run(p.s, checks.Config{})
+	got := kindsOf(fs, checks.KindSpacingRhythm)
 	if want := []string{"div.notice-c"}; !slices.Equal(got, want) {
-		t.Errorf("spacing_rhythm = %v; want %v", got, want)
+		t.Fatalf("spacing_rhythm = %v; want %v", got, want)
+	}
+	// The odd gap follows div.notice-c (its own margin-bottom), so the
+	// finding names that side for the evidence to draw it.
+	for _, f := range fs {
+		if f.Kind == checks.KindSpacingRhythm && f.Facts["gap_edge"] != "bottom" {
+			t.Errorf("gap_edge = %v; want bottom", f.Facts["gap_edge"])
+		}
 	}
 }
 
@@ -467,8 +475,9 @@ func TestRemeasure(t *testing.T) {
 	}
 	fixed := newPage(design.Desktop)
 	fixed.add(checks.Element{Parent: 1, Tag: "p", Selector: "p.low", Box: box(16, 16, 400, 24), Text: text("rgb(75, 85, 99)", bg("rgb(255, 255, 255)"))})
-	if o := checks.Remeasure(fixed.s, checks.Config{}, stored); o.Outcome != design.Passed {
-		t.Errorf("fixed page: %+v; want passed", o)
+	// A pass shows what it measured: the ratio the text has now.
+	if o := checks.Remeasure(fixed.s, checks.Config{}, stored); o.Outcome != design.Passed || o.Facts["ratio"] != 7.56 || o.Facts["required"] != 4.5 {
+		t.Errorf("fixed page: %+v; want passed with the ratio 7.56 of 4.5 required", o)
 	}
 	gone := newPage(design.Desktop)
 	if o := checks.Remeasure(gone.s, checks.Config{}, stored); o.Outcome != design.Inconclusive {
@@ -546,8 +555,8 @@ func TestRemeasureComparesTheSameRule(t *testing.T) {
 		}
 		small, enlarged := taps(20), taps(32)
 		f := stored(t, checks.Run(small, checks.Config{}), "#a", hard)
-		if o := checks.Remeasure(enlarged, checks.Config{}, f); o.Outcome != design.Passed {
-			t.Errorf("24 px finding after enlarging to 32 px: %+v; want passed (only the 44 px advice remains)", o)
+		if o := checks.Remeasure(enlarged, checks.Config{}, f); o.Outcome != design.Passed || o.Facts["width_px"] != 32.0 || o.Facts["height_px"] != 32.0 {
+			t.Errorf("24 px finding after enlarging to 32 px: %+v; want passed at 32 × 32 (only the 44 px advice remains)", o)
 		}
 		if o := checks.Remeasure(small, checks.Config{}, f); o.Outcome != design.Failed {
 			t.Errorf("24 px finding on the unchanged page: %+v; want failed", o)
@@ -598,8 +607,8 @@ func TestRemeasureComparesTheSameRule(t *testing.T) {
 		if fs := kindsOf(checks.Run(fixed, cfg), checks.KindTypeScale); !slices.Contains(fs, "h2") {
 			t.Fatalf("fixed page type_scale = %v; want the off-scale finding on h2 to remain", fs)
 		}
-		if o := checks.Remeasure(fixed, cfg, f); o.Outcome != design.Passed {
-			t.Errorf("heading-order finding after the fix: %+v; want passed (only the off-scale nit remains)", o)
+		if o := checks.Remeasure(fixed, cfg, f); o.Outcome != design.Passed || o.Facts["font_size_px"] != 21.0 {
+			t.Errorf("heading-order finding after the fix: %+v; want passed at 21 px (only the off-scale nit remains)", o)
 		}
 	})
 
@@ -614,7 +623,7 @@ func TestRemeasureComparesTheSameRule(t *testing.T) {
 		}
 		isColor := func(f design.Finding) bool { return f.Facts["property"] == "color" }
 		f := stored(t, checks.Run(colors("rgb(200, 0, 120)"), cfg), "div.card", isColor)
-		if o := checks.Remeasure(colors("rgb(31, 41, 55)"), cfg, f); o.Outcome != design.Passed {
+		if o := checks.Remeasure(colors("rgb(31, 41, 55)"), cfg, f); o.Outcome != design.Passed || o.Facts["value"] != "rgb(31, 41, 55)" {
 			t.Errorf("off-token color finding after the color became a token: %+v; want passed (the background one is another finding)", o)
 		}
 	})

@@ -22,11 +22,7 @@ func (j *judge) tapTarget() {
 		if c == nil || c.Disabled || c.NoPointer || !shown(e) || e.InControl != nil || c.Hit == "ancestor" {
 			continue
 		}
-		box := e.Box
-		if c.LabelBox != nil && c.LabelBox.W*c.LabelBox.H > box.W*box.H && (c.Role == "checkbox" || c.Role == "radio") {
-			box = *c.LabelBox
-		}
-		ts = append(ts, target{e, box})
+		ts = append(ts, target{e, targetBox(e)})
 	}
 	small := func(r design.Rect) bool { return math.Min(r.W, r.H) < minTarget-0.01 }
 	for k, t := range ts {
@@ -82,4 +78,13 @@ func (j *judge) tapTarget() {
 	}
 }
 
-// offTokenColor: colours the page's CSS sets that are perceptibly off every
+// targetBox is the area a tap on control e lands in: its box, or for a
+// checkbox or radio button its label's when that is larger (a click on the
+// label toggles it).
+func targetBox(e *Element) design.Rect {
+	c := e.Control
+	if c.LabelBox != nil && c.LabelBox.W*c.LabelBox.H > e.Box.W*e.Box.H && (c.Role == "checkbox" || c.Role == "radio") {
+		return *c.LabelBox
+	}
+	return e.Box
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 )
 
+// offTokenColor: colours the page's CSS sets that are perceptibly off every
 // token colour (CIEDE2000 > maxColorDeltaE). Pure white and black are
 // neutral and always allowed.
 func (j *judge) offTokenColor() {
@@ -313,12 +314,22 @@ func (j *judge) rhythmRun(run []*Element, col bool, seen map[string]bool) {
 		if !col {
 			axis = "horizontal"
 		}
+		// The side of off that the gap lies on: after run[k], before run[k+1].
+		edge := "top"
+		switch {
+		case col && off == run[k]:
+			edge = "bottom"
+		case !col && off == run[k]:
+			edge = "right"
+		case !col:
+			edge = "left"
+		}
 		j.add(design.Finding{
 			Kind: KindSpacingRhythm, Severity: design.Nit,
 			Title:       fmt.Sprintf("Uneven spacing: %s gap where its siblings use %s", px(g), px(usual)),
 			Description: fmt.Sprintf("In a run of %d alike %s elements the %s gap next to this one is %s; the others are %s.", len(run), off.Tag, axis, px(g), px(usual)),
 			Selector:    off.Selector, Box: off.Box,
-			Facts: design.Facts{"gap_px": g, "usual_gap_px": usual, "siblings": len(run)},
+			Facts: design.Facts{"gap_px": g, "usual_gap_px": usual, "siblings": len(run), "gap_edge": edge},
 			Fix:   fmt.Sprintf("Give %s the same margins as its siblings (or space the group with the parent's gap) so every gap is %s.", off.Selector, px(usual)),
 		})
 	}

@@ -1,13 +1,19 @@
 // Package evidence cuts the annotated crop that shows an agent where a
-// finding is: the element's box, padded, outlined in a high-contrast colour,
-// from a screenshot of the capture that found it (the full page, or the
-// region around the box that Area names, shot while the tab was live).
+// finding is: the element's box, outlined in a high-contrast colour, in at
+// least MinWidth × MinHeight of the layout around it, with the measured
+// thing drawn on it (Marks: the viewport's edge an element runs past, the
+// margin or padding a spacing finding flags), from a screenshot of the
+// capture that found it (the full page, or the region around the box that
+// Area names, shot while the tab was live).
 //
 // Invariants: identical input gives identical bytes (the PNG encoder is
-// fixed and nothing time- or host-dependent is written); a box partly
+// fixed and nothing time- or host-dependent is written); a crop's top and
+// bottom fall between lines of text when a clean row lies within Slack of
+// the frame, and never nearer the element than Pad/2; a box partly
 // outside the screenshot is clipped to it, a box wholly outside is refused
 // (ErrOutside); a crop is never larger than MaxWidth × MaxHeight; hostile
-// input (a corrupt PNG, NaN or huge boxes) returns an error, never a panic.
+// input (a corrupt PNG, NaN or huge boxes or marks) returns an error or
+// draws nothing, never a panic.
 package evidence
 
 import (
@@ -21,13 +27,19 @@ import (
 	"image/color"
 	"image/draw"
 	"image/png"
-	"math"
 )
 
 // Geometry of a crop, in screenshot pixels (1 px per CSS px).
 const (
-	Pad       = 24   // space kept around the element's box
-	Stroke    = 2    // outline width
+	Pad    = 24 // space kept around what a crop shows
+	Stroke = 2  // outline width
+	// MinWidth and MinHeight are the least a crop shows: a small element
+	// (an icon, a one-word link) is seen in the layout around it, not alone.
+	MinWidth  = 320
+	MinHeight = 180
+	// Slack is how far past the pad a crop's top or bottom edge may move to
+	// fall between two lines of text rather than through one.
+	Slack     = 48
 	MaxWidth  = 1600 // a crop is cut to this, anchored at its top-left
 	MaxHeight = 1200
 	// maxPixels bounds a screenshot before it is decoded (width × height).
@@ -41,6 +53,27 @@ var Outline = color.RGBA{R: 0xFF, G: 0x00, B: 0xFF, A: 0xFF}
 // ErrOutside means the box does not intersect the screenshot (for example,
 // it lies below the capped screenshot height, or outside the region shot).
 var ErrOutside = errors.New("evidence: box lies outside the screenshot")
+
+// Marks are what a crop draws besides the element's outline, in page
+// coordinates: the measured thing a finding is about, where a box alone
+// does not show it. The zero Marks draws the outline only.
+type Marks struct {
+	// Edge, when positive, is the x of the viewport's right edge: the crop
+	// draws it dashed and tints what lies past it, so an overflow shows how
+	// far the element runs off the screen.
+	Edge float64
+	// Bands are spaces the finding measured (a margin, a padding, a gap),
+	// shaded the way browser developer tools shade them.
+	Bands []Band
+}
+
+// A Band is one measured space. Padding lies inside the element's box and
+// is shaded green; any other space (a margin, a gap between siblings) is
+// outside it and shaded orange.
+type Band struct {
+	Rect    design.Rect
+	Padding bool
+}
 
 // Page is a decoded screenshot of the page or of a region of it, ready to
 // cut crops from in page coordinates.
@@ -78,26 +111,19 @@ func DecodeAt(screenshot []byte, at image.Point) (*Page, error) {
 	return &Page{img: rgba}, nil
 }
 
-// Area is the part of a page of the given size that a crop of box shows:
-// the box, padded, clipped to the page and cut to MaxWidth × MaxHeight.
-// It is empty when box is not a finite rectangle or lies outside the page.
-func Area(box design.Rect, page image.Rectangle) image.Rectangle {
+// Area is the part of a page of the given size to shoot for a crop of box
+// with marks m: what the crop shows, with Slack rows above and below in
+// which Crop can find a clean cut. It is empty when box is not a finite
+// rectangle or lies outside the page.
+func Area(box design.Rect, m Marks, page image.Rectangle) image.Rectangle {
 	el, ok := pixelRect(box)
 	if !ok || !el.Overlaps(page) {
 		return image.Rectangle{}
 	}
-	return area(el, page)
-}
-
-func area(el, bounds image.Rectangle) image.Rectangle {
-	a := image.Rect(el.Min.X-Pad, el.Min.Y-Pad, el.Max.X+Pad, el.Max.Y+Pad).Intersect(bounds)
-	if a.Dx() > MaxWidth {
-		a.Max.X = a.Min.X + MaxWidth
-	}
-	if a.Dy() > MaxHeight {
-		a.Max.Y = a.Min.Y + MaxHeight
-	}
-	return a
+	a := frame(el, m, page)
+	a.Min.Y -= Slack
+	a.Max.Y += Slack
+	return a.Intersect(page)
 }
 
 // Size returns the screenshot's width and height in pixels.
@@ -106,8 +132,9 @@ func (p *Page) Size() (w, h int) { return p.img.Rect.Dx(), p.img.Rect.Dy() }
 // Bounds is the part of the page the screenshot shows, in page coordinates.
 func (p *Page) Bounds() image.Rectangle { return p.img.Rect }
 
-// Crop returns the annotated crop around box (page coordinates) as PNG.
-func (p *Page) Crop(box design.Rect) ([]byte, error) {
+// Crop returns the annotated crop around box (page coordinates) as PNG,
+// with marks m drawn under the outline.
+func (p *Page) Crop(box design.Rect, m Marks) ([]byte, error) {
 	el, ok := pixelRect(box)
 	if !ok {
 		return nil, fmt.Errorf("evidence: box %+v is not a finite rectangle", box)
@@ -116,12 +143,13 @@ func (p *Page) Crop(box design.Rect) ([]byte, error) {
 	if !el.Overlaps(bounds) {
 		return nil, ErrOutside
 	}
-	area := area(el, bounds)
+	area := p.cleanCut(frame(el, m, bounds), el)
 	if area.Empty() {
 		return nil, ErrOutside
 	}
 	out := image.NewRGBA(image.Rect(0, 0, area.Dx(), area.Dy()))
 	draw.Draw(out, out.Rect, p.img, area.Min, draw.Src)
+	mark(out, m, area.Min)
 	outline(out, el.Sub(area.Min))
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.DefaultCompression}
@@ -133,12 +161,12 @@ func (p *Page) Crop(box design.Rect) ([]byte, error) {
 
 // Crop decodes screenshot and cuts one crop; use Decode and Page.Crop for
 // several crops of one screenshot.
-func Crop(screenshot []byte, box design.Rect) ([]byte, error) {
+func Crop(screenshot []byte, box design.Rect, m Marks) ([]byte, error) {
 	p, err := Decode(screenshot)
 	if err != nil {
 		return nil, err
 	}
-	return p.Crop(box)
+	return p.Crop(box, m)
 }
 
 // ID derives a stable evidence id from the finding it belongs to and the
@@ -149,45 +177,4 @@ func ID(findingID string, crop []byte) string {
 	h.Write([]byte{0})
 	h.Write(crop)
 	return "ev_" + hex.EncodeToString(h.Sum(nil))[:20]
-}
-
-// pixelRect rounds a CSS-pixel box outward to whole pixels. A box with a
-// zero width or height still gets a one-pixel extent so it can be drawn.
-func pixelRect(r design.Rect) (image.Rectangle, bool) {
-	const limit = 1 << 24
-	for _, v := range []float64{r.X, r.Y, r.W, r.H} {
-		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > limit {
-			return image.Rectangle{}, false
-		}
-	}
-	if r.W < 0 || r.H < 0 {
-		return image.Rectangle{}, false
-	}
-	x0, y0 := int(math.Floor(r.X)), int(math.Floor(r.Y))
-	x1, y1 := int(math.Ceil(r.X+r.W)), int(math.Ceil(r.Y+r.H))
-	if x1 <= x0 {
-		x1 = x0 + 1
-	}
-	if y1 <= y0 {
-		y1 = y0 + 1
-	}
-	return image.Rect(x0, y0, x1, y1), true
-}
-
-// outline draws a Stroke-wide frame just inside el, clipped to img. When the
-// element is smaller than two strokes the whole box is filled.
-func outline(img *image.RGBA, el image.Rectangle) {
-	src := image.NewUniform(Outline)
-	edges := []image.Rectangle{
-		image.Rect(el.Min.X, el.Min.Y, el.Max.X, el.Min.Y+Stroke), // top
-		image.Rect(el.Min.X, el.Max.Y-Stroke, el.Max.X, el.Max.Y), // bottom
-		image.Rect(el.Min.X, el.Min.Y, el.Min.X+Stroke, el.Max.Y), // left
-		image.Rect(el.Max.X-Stroke, el.Min.Y, el.Max.X, el.Max.Y), // right
-	}
-	for _, e := range edges {
-		e = e.Intersect(el).Intersect(img.Rect)
-		if !e.Empty() {
-			draw.Draw(img, e, src, image.Point{}, draw.Src)
-		}
-	}
 }

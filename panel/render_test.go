@@ -70,7 +70,7 @@ func reviewed(t *testing.T) *design.Result {
 	}
 	for i := range res.Findings {
 		f := &res.Findings[i]
-		crop, err := evidence.Crop(shot, f.Box)
+		crop, err := evidence.Crop(shot, f.Box, evidence.Marks{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -408,15 +408,21 @@ func TestAppShowsDemoReview(t *testing.T) {
 		t.Fatal(err)
 	}
 	type seen struct {
-		Cards, Crops, Undecoded int
-		Sideways                bool
+		Cards, Crops, Undecoded  int
+		Sideways                 bool
+		RawKeys                  []string
+		Facts, Colours, Swatches int
 	}
 	s, err := chromedp.Run(fctx, chromedp.Evaluate[seen](`(async () => {
 		const imgs = [...document.images];
 		const bad = (await Promise.all(imgs.map((i) => i.decode().then(() => i.naturalWidth === 0, () => true)))).filter(Boolean).length;
 		const de = document.documentElement;
 		return {Cards: document.querySelectorAll('.finding').length, Crops: document.querySelectorAll('.finding img.crop').length,
-			Undecoded: bad, Sideways: de.scrollWidth > de.clientWidth};
+			Undecoded: bad, Sideways: de.scrollWidth > de.clientWidth,
+			RawKeys: [...document.querySelectorAll('.finding tr > td:first-child')].map((d) => d.textContent).filter((t) => /_/.test(t)),
+			Facts: document.querySelectorAll('.finding tr').length,
+			Colours: [...document.querySelectorAll('.finding tr > td:last-child')].filter((d) => /^#[0-9a-f]{3,8}$/i.test(d.textContent)).length,
+			Swatches: document.querySelectorAll('.finding tr .swatch').length};
 	})()`, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatal(err)
@@ -424,5 +430,11 @@ func TestAppShowsDemoReview(t *testing.T) {
 	if s.Cards != len(out.Review.Findings) || s.Crops != crops || s.Undecoded != 0 || s.Sideways {
 		t.Errorf("the app shows %+v for %d findings and %d crops; want a card each, every crop decoded, no sideways scroll",
 			s, len(out.Review.Findings), crops)
+	}
+	// Facts are named in words with their units, from the file panel's table,
+	// and every colour has its swatch.
+	if s.Facts == 0 || len(s.RawKeys) > 0 || s.Colours == 0 || s.Swatches != s.Colours {
+		t.Errorf("facts shown: %d rows, raw keys %q, %d colours with %d swatches; want labels only and a swatch per colour",
+			s.Facts, s.RawKeys, s.Colours, s.Swatches)
 	}
 }

@@ -15,13 +15,25 @@ import (
 // than this gets evidence for the first ones in the checks' order.
 const maxCrops = 40
 
+// cropSet holds a capture's crops by the finding they show: two findings
+// on one box share a crop only when they are of one kind, since the marks
+// drawn on it depend on the kind.
+type cropSet map[cropKey][]byte
+
+type cropKey struct {
+	kind string
+	box  design.Rect
+}
+
+func (c cropSet) of(f *design.Finding) []byte { return c[cropKey{f.Kind, f.Box}] }
+
 // shootEvidence judges s in its live tab as the review will (with set, or
 // without one against the page's own tokens) and shoots the region around
-// each finding's box, returning the annotated crops by box. Shooting a few
+// each finding's box, returning the annotated crops. Shooting a few
 // regions instead of the whole page saves the full-page screenshot, which
 // on a long page costs a second or more and most of the browser's peak
 // memory. Crops are best effort: a region that cannot be shot has none.
-func shootEvidence(tab context.Context, s *checks.Snapshot, set *tokens.Set, vp design.Viewport) map[design.Rect][]byte {
+func shootEvidence(tab context.Context, s *checks.Snapshot, set *tokens.Set, vp design.Viewport) cropSet {
 	if set == nil {
 		set = s.PageTokens()
 	}
@@ -29,12 +41,14 @@ func shootEvidence(tab context.Context, s *checks.Snapshot, set *tokens.Set, vp 
 	// The page as the full-page screenshot framed it: as wide as the
 	// viewport, or up to three viewports when it overflows sideways.
 	page := image.Rect(0, 0, min(max(int(s.DocWidth+0.5), vw), 3*vw), max(int(s.DocHeight+0.5), vh))
-	crops := map[design.Rect][]byte{}
+	crops := cropSet{}
 	for _, f := range runChecks(s, set) {
-		if _, done := crops[f.Box]; done || len(crops) >= maxCrops {
+		key := cropKey{f.Kind, f.Box}
+		if _, done := crops[key]; done || len(crops) >= maxCrops {
 			continue
 		}
-		area := evidence.Area(f.Box, page)
+		m := marks(&f)
+		area := evidence.Area(f.Box, m, page)
 		if area.Empty() {
 			continue
 		}
@@ -49,9 +63,72 @@ func shootEvidence(tab context.Context, s *checks.Snapshot, set *tokens.Set, vp 
 		if err != nil {
 			continue
 		}
-		if crop, err := p.Crop(f.Box); err == nil {
-			crops[f.Box] = crop
+		if crop, err := p.Crop(f.Box, m); err == nil {
+			crops[key] = crop
 		}
 	}
 	return crops
+}
+
+// marks is what f's crop draws besides its outline, read from the facts
+// its check measured: the viewport's edge an element runs past, the
+// margin, padding or gap a spacing finding is about. A fact missing or of
+// the wrong type draws nothing; the crop is still cut.
+func marks(f *design.Finding) evidence.Marks {
+	num := func(k string) float64 {
+		switch v := f.Facts[k].(type) {
+		case float64:
+			return v
+		case int:
+			return float64(v)
+		}
+		return 0
+	}
+	str := func(k string) string { v, _ := f.Facts[k].(string); return v }
+	switch f.Kind {
+	case checks.KindViewportOverflow:
+		return evidence.Marks{Edge: num("viewport_width")}
+	case checks.KindOffScaleSpacing:
+		if b, ok := band(f.Box, str("property"), num("value_px")); ok {
+			return evidence.Marks{Bands: []evidence.Band{b}}
+		}
+	case checks.KindSpacingRhythm:
+		if b, ok := band(f.Box, "margin-"+str("gap_edge"), num("gap_px")); ok {
+			return evidence.Marks{Bands: []evidence.Band{b}}
+		}
+	}
+	return evidence.Marks{}
+}
+
+// band is the space a spacing property of v px takes beside or inside box:
+// a margin outside the named side, a padding inside it. Gaps between a
+// container's children and negative margins have no one place and draw
+// nothing.
+func band(box design.Rect, prop string, v float64) (evidence.Band, bool) {
+	if !(v > 0) {
+		return evidence.Band{}, false
+	}
+	var r design.Rect
+	padding := false
+	switch prop {
+	case "margin-top":
+		r = design.Rect{X: box.X, Y: box.Y - v, W: box.W, H: v}
+	case "margin-bottom":
+		r = design.Rect{X: box.X, Y: box.Y + box.H, W: box.W, H: v}
+	case "margin-left":
+		r = design.Rect{X: box.X - v, Y: box.Y, W: v, H: box.H}
+	case "margin-right":
+		r = design.Rect{X: box.X + box.W, Y: box.Y, W: v, H: box.H}
+	case "padding-top":
+		r, padding = design.Rect{X: box.X, Y: box.Y, W: box.W, H: min(v, box.H)}, true
+	case "padding-bottom":
+		r, padding = design.Rect{X: box.X, Y: box.Y + box.H - min(v, box.H), W: box.W, H: min(v, box.H)}, true
+	case "padding-left":
+		r, padding = design.Rect{X: box.X, Y: box.Y, W: min(v, box.W), H: box.H}, true
+	case "padding-right":
+		r, padding = design.Rect{X: box.X + box.W - min(v, box.W), Y: box.Y, W: min(v, box.W), H: box.H}, true
+	default:
+		return evidence.Band{}, false
+	}
+	return evidence.Band{Rect: r, Padding: padding}, true
 }

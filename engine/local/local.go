@@ -124,7 +124,7 @@ type shot struct {
 	// is live (see shootEvidence) with tokens (nil: the page's own).
 	evidence bool
 	tokens   *tokens.Set
-	crops    map[design.Rect][]byte
+	crops    cropSet
 	done     func() // or nil: told when the capture ends (Request.Progress)
 }
 
@@ -336,7 +336,7 @@ func retriable(ctx context.Context, err error) bool {
 // attempt captures j once, at u, and measures it.
 func (e *Engine) attempt(ctx context.Context, u string, j *shot) {
 	var snap *checks.Snapshot
-	var crops map[design.Rect][]byte
+	var crops cropSet
 	measure := func(tab context.Context) error {
 		s, err := checks.Collect(tab, j.vp)
 		snap = s
@@ -426,7 +426,7 @@ func (e *Engine) cutEvidence(findings []design.Finding, jobs []*shot) []design.E
 		var crop []byte
 		for _, j := range jobs {
 			if j.route == f.Route && j.vp == f.Viewports[0] && j.err == nil {
-				crop = j.crops[f.Box]
+				crop = j.crops.of(f)
 			}
 		}
 		if crop == nil {
