@@ -49,11 +49,7 @@ func Remeasure(s *Snapshot, cfg Config, f design.Finding) design.RecheckOutcome 
 		out.Reason = "only an estimate remains, check it by eye: " + estimate.Title
 		return out
 	}
-	present := s.bySelector(f.Selector) != nil
-	for _, u := range s.Unnamed {
-		present = present || u.Selector == f.Selector
-	}
-	if !present {
+	if _, present := s.BoxOf(f.Selector); !present {
 		out.Outcome, out.Reason = design.Inconclusive, "element gone: "+f.Selector+" is no longer in the page"
 		return out
 	}

@@ -316,6 +316,21 @@ func (s *Snapshot) PageTokens() *tokens.Set {
 	return tokens.FromUses(s.TokenUses, s.RootFontSize)
 }
 
+// BoxOf returns where the element with selector sel is drawn now: a kept
+// element's border box, or an unnamed control's; false when the page has
+// no such element.
+func (s *Snapshot) BoxOf(sel string) (design.Rect, bool) {
+	if e := s.bySelector(sel); e != nil {
+		return e.Box, true
+	}
+	for _, u := range s.Unnamed {
+		if u.Selector == sel {
+			return u.Box, true
+		}
+	}
+	return design.Rect{}, false
+}
+
 // bySelector returns the element with selector sel, or nil.
 func (s *Snapshot) bySelector(sel string) *Element {
 	for i := range s.Elements {

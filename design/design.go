@@ -173,12 +173,19 @@ const (
 	Inconclusive Outcome = "inconclusive" // the element is gone or the page failed to load
 )
 
-// RecheckOutcome is the verdict on one finding with the facts behind it.
+// RecheckOutcome is the verdict on one finding with the facts behind it
+// and, where the element is still there, a crop of it as it is now, to be
+// shown beside the review's crop of it (BeforeEvidenceID).
 type RecheckOutcome struct {
 	FindingID string  `json:"finding_id"`
 	Outcome   Outcome `json:"outcome"`
 	Facts     Facts   `json:"facts,omitempty"`
 	Reason    string  `json:"reason"`
+	// EvidenceID names the crop of the element now; Evidence holds it
+	// until it is stored with the recheck.
+	EvidenceID       string    `json:"evidence_id,omitempty"`
+	BeforeEvidenceID string    `json:"before_evidence_id,omitempty"`
+	Evidence         *Evidence `json:"-"`
 }
 
 // Viewports lists the closed set in its canonical order (narrow to wide);

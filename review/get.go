@@ -73,6 +73,11 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 			return nil, fault.Wrap(err, fault.InternalError, msgGetFailed)
 		}
 		out.Recheck = &rep
+		if view == ViewEvidence {
+			if out.Evidence, err = s.recheckEvidence(ctx, p, j, &rep); err != nil {
+				return nil, fault.From(err, msgGetFailed)
+			}
+		}
 	case store.KindReview:
 		res, err := decodeResult(j)
 		if err != nil {
@@ -100,6 +105,41 @@ func (s *Service) Get(ctx context.Context, p principal.Principal, in *GetParams)
 				out.Evidence = append(out.Evidence, design.Evidence{ID: e.ID, MIMEType: e.MIMEType, Data: e.Data})
 			}
 		}
+	}
+	return out, nil
+}
+
+// recheckEvidence is the before and after of a recheck: the crops it cut
+// of each element now and the review's crops of the same findings.
+func (s *Service) recheckEvidence(ctx context.Context, p principal.Principal, j *store.Job, rep *RecheckReport) ([]design.Evidence, error) {
+	var out []design.Evidence
+	add := func(jobID string, want func(id string) bool) error {
+		ev, err := s.store.EvidenceList(ctx, p.Tenant(), jobID)
+		if err != nil {
+			return err
+		}
+		for _, e := range ev {
+			if want(e.ID) {
+				out = append(out, design.Evidence{ID: e.ID, MIMEType: e.MIMEType, Data: e.Data})
+			}
+		}
+		return nil
+	}
+	before := func(id string) bool {
+		return slices.ContainsFunc(rep.Outcomes, func(o design.RecheckOutcome) bool { return o.BeforeEvidenceID == id })
+	}
+	if err := add(j.ID, func(string) bool { return true }); err != nil {
+		return nil, err
+	}
+	rev, err := s.store.JobGetReview(ctx, p.Tenant(), j.ReviewID)
+	if errors.Is(err, store.ErrNotFound) {
+		return out, nil // the review expired: the crops now are all there is
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := add(rev.ID, before); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

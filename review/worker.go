@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -251,13 +252,24 @@ func (s *Service) run(ctx context.Context, j *store.Job) (*store.JobFinishParams
 		if err != nil {
 			return nil, err
 		}
+		fin := &store.JobFinishParams{}
+		for i := range outs {
+			o := &outs[i]
+			if k := slices.IndexFunc(rr.Findings, func(f design.Finding) bool { return f.ID == o.FindingID }); k >= 0 {
+				o.BeforeEvidenceID = rr.Findings[k].EvidenceID
+			}
+			if e := o.Evidence; e != nil && e.ID == o.EvidenceID && len(e.Data) > 0 {
+				fin.Evidence = append(fin.Evidence, store.Evidence{ID: e.ID, MIMEType: e.MIMEType, Data: e.Data})
+			} else {
+				o.EvidenceID = "" // name only a crop that is kept
+			}
+		}
 		rep := RecheckReport{RecheckID: j.ID, ReviewID: j.ReviewID, BeforeFingerprint: req.BeforeFingerprint,
 			AfterFingerprint: req.AfterFingerprint, Outcomes: outs}
-		b, err := json.Marshal(&rep)
-		if err != nil {
+		if fin.Result, err = json.Marshal(&rep); err != nil {
 			return nil, fmt.Errorf("review: encode recheck: %w", err)
 		}
-		return &store.JobFinishParams{Result: b}, nil
+		return fin, nil
 	}
 	return nil, fmt.Errorf("review: unknown job kind %q", j.Kind)
 }

@@ -112,6 +112,8 @@ type getOut struct {
 			Outcome   string         `json:"outcome"`
 			Reason    string         `json:"reason"`
 			Facts     map[string]any `json:"facts"`
+			Evidence  *string        `json:"evidence_id"`
+			Before    *string        `json:"before_evidence_id"`
 		} `json:"outcomes"`
 	} `json:"recheck"`
 }
@@ -438,6 +440,28 @@ func TestReviewLoopWithRealEngine(t *testing.T) {
 	}
 	if outcomes[contrast.FindingID] != "passed" || outcomes[overflow.FindingID] != "failed" {
 		t.Errorf("outcomes %v: the fixed contrast must pass and the untouched overflow must still fail", outcomes)
+	}
+	// The evidence view shows each element before and now: two decodable
+	// images per outcome, named by the outcome's evidence ids, and the pass
+	// carries the ratio measured now.
+	evRes, ev := plain.get(rk.Job.JobID, "evidence")
+	sent := map[string]bool{}
+	for _, c := range evRes.Content {
+		if img, ok := c.(*mcp.ImageContent); ok {
+			if _, err := png.Decode(bytes.NewReader(img.Data)); err != nil {
+				t.Errorf("recheck crop does not decode: %v", err)
+			}
+			id, _ := img.Meta["io.github.bastion-mcp/evidence_id"].(string)
+			sent[id] = true
+		}
+	}
+	for _, o := range ev.Recheck.Outcomes {
+		if o.Evidence == nil || o.Before == nil || *o.Evidence == *o.Before || !sent[*o.Evidence] || !sent[*o.Before] {
+			t.Errorf("recheck outcome %s: evidence %v before %v, images sent %v; want both crops sent", o.FindingID, o.Evidence, o.Before, sent)
+		}
+		if r, _ := o.Facts["ratio"].(float64); o.FindingID == contrast.FindingID && r < 4.5 {
+			t.Errorf("passed contrast outcome facts %v; want the ratio now", o.Facts)
+		}
 	}
 	res = plain.call(reviewmcp.ToolRecheck, map[string]any{
 		"review_id": sub.Job.ReviewID, "finding_ids": []string{contrast.FindingID, overflow.FindingID},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
+	"github.com/bastion-mcp/bastion/internal/clip"
 	"github.com/bastion-mcp/bastion/panel"
 	"github.com/bastion-mcp/bastion/review"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -100,26 +101,10 @@ func (a *adapter) evidenceResult(req *mcp.CallToolRequest, pl getPayload, out *r
 	}
 	blocks = append(blocks, &mcp.TextContent{Text: fmt.Sprintf("Design review (%s): %s", c.Grade, c.Overall)})
 	blocks = append(blocks, &mcp.TextContent{Text: coverageLine(c.Coverage)})
-	crops := map[string]design.Evidence{}
-	for _, e := range out.Evidence {
-		if len(e.Data) > 0 && imageMIME.MatchString(strings.ToLower(e.MIMEType)) {
-			crops[e.ID] = e
-		}
-	}
+	crops := cropsOf(out.Evidence)
 	for _, f := range c.Findings {
 		blocks = append(blocks, &mcp.TextContent{Text: findingLine(f)})
-		if f.EvidenceID == nil {
-			continue
-		}
-		e, ok := crops[*f.EvidenceID]
-		switch {
-		case !ok: // no crop was kept: neither sent nor withheld
-		case media.images:
-			blocks = append(blocks, &mcp.ImageContent{Data: e.Data, MIMEType: strings.ToLower(e.MIMEType), Meta: mcp.Meta{metaEvidenceID: e.ID}})
-			pres.Multimedia = true
-		default:
-			pres.ImagesWithheld = append(pres.ImagesWithheld, e.ID)
-		}
+		blocks = crops.send(blocks, f.EvidenceID, media, pres)
 	}
 	if len(c.NotReviewed) > 0 {
 		blocks = append(blocks, &mcp.TextContent{Text: "Not reviewed: " + strings.Join(c.NotReviewed, ", ")})
@@ -131,6 +116,66 @@ func (a *adapter) evidenceResult(req *mcp.CallToolRequest, pl getPayload, out *r
 	}
 	res.Content = blocks
 	return res, nil
+}
+
+// recheckEvidenceResult renders a completed recheck's evidence view: each
+// outcome's line, then the review's crop of its element and the crop of it
+// now, so an agent or a person sees the before and after side by side.
+func (a *adapter) recheckEvidenceResult(req *mcp.CallToolRequest, pl getPayload, out *review.GetResult) (*mcp.CallToolResult, error) {
+	media := a.mediaFor(req)
+	pres := &presentation{ImagesWithheld: []string{}} // a recheck has no panel
+	r := pl.Recheck
+	blocks := []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Recheck of review %s: %d passed, %d failed, %d inconclusive.", r.ReviewID,
+		r.Summary[string(design.Passed)], r.Summary[string(design.Failed)], r.Summary[string(design.Inconclusive)])}}
+	crops := cropsOf(out.Evidence)
+	for _, o := range r.Outcomes {
+		line := fmt.Sprintf("%s: %s. %s", o.FindingID, o.Outcome, clip.String(o.Reason, maxLine))
+		if o.BeforeEvidenceID != nil || o.EvidenceID != nil {
+			line += " Crops: before, then now."
+		}
+		blocks = append(blocks, &mcp.TextContent{Text: line})
+		blocks = crops.send(blocks, o.BeforeEvidenceID, media, pres)
+		blocks = crops.send(blocks, o.EvidenceID, media, pres)
+	}
+	pl.Presentation = pres
+	res, err := viewResult(pl, "")
+	if err != nil {
+		return nil, err
+	}
+	res.Content = blocks
+	return res, nil
+}
+
+// cropSet is the evidence a view can send, by id: only images.
+type cropSet map[string]design.Evidence
+
+func cropsOf(ev []design.Evidence) cropSet {
+	crops := cropSet{}
+	for _, e := range ev {
+		if len(e.Data) > 0 && imageMIME.MatchString(strings.ToLower(e.MIMEType)) {
+			crops[e.ID] = e
+		}
+	}
+	return crops
+}
+
+// send appends the crop id names as an image block, when the client
+// renders images, or records it as withheld; a crop that was not kept is
+// neither sent nor withheld.
+func (c cropSet) send(blocks []mcp.Content, id *string, media hostMedia, pres *presentation) []mcp.Content {
+	if id == nil {
+		return blocks
+	}
+	e, ok := c[*id]
+	switch {
+	case !ok:
+	case media.images:
+		blocks = append(blocks, &mcp.ImageContent{Data: e.Data, MIMEType: strings.ToLower(e.MIMEType), Meta: mcp.Meta{metaEvidenceID: e.ID}})
+		pres.Multimedia = true
+	default:
+		pres.ImagesWithheld = append(pres.ImagesWithheld, e.ID)
+	}
+	return blocks
 }
 
 // findingLine is one finding as a sentence an agent can act on.

@@ -67,7 +67,7 @@ func toolDefs() []toolDef {
 			"severity and kind, coverage and the three most important findings, a line each), findings (every finding with its measured facts), " +
 			"focus (only the actionable findings: an element, a concrete fix, not advisory) or evidence (annotated screenshot crops, " +
 			"plus the review panel where the client supports MCP Apps); " +
-			"for a completed recheck, its per-finding outcomes. Poll no faster than the returned poll_after_ms, or pass wait_ms (at most 25000) " +
+			"for a completed recheck, its per-finding outcomes (the evidence view adds the crop of each element before and now). Poll no faster than the returned poll_after_ms, or pass wait_ms (at most 25000) " +
 			"to have the answer held until the job changes state; with a progressToken, notifications/progress tell its stage meanwhile. " +
 			"Reads consume no review units. " +
 			"Every finding was measured on the captured page (review.provenance.source is \"measured\"): each names its route, viewports, " +
@@ -196,6 +196,9 @@ func callGet(ctx context.Context, a *adapter, req *mcp.CallToolRequest, p princi
 	pl := getPayload{SchemaVersion: out.SchemaVersion, Job: jobOf(out.Job)}
 	if out.Recheck != nil {
 		pl.Recheck = recheckOf(out.Recheck)
+		if view == review.ViewEvidence {
+			return a.recheckEvidenceResult(req, pl, out)
+		}
 		return viewResult(pl, statusText(pl.Job)+"\n"+recheckText(pl.Recheck))
 	}
 	if out.Review == nil {

@@ -197,6 +197,10 @@ type outcomeWire struct {
 	Confidence *float64       `json:"confidence"`
 	Reason     string         `json:"reason"`
 	Facts      design.Facts   `json:"facts"`
+	// EvidenceID is the crop of the element now; BeforeEvidenceID the
+	// review's crop of it. The evidence view sends both as images.
+	EvidenceID       *string `json:"evidence_id"`
+	BeforeEvidenceID *string `json:"before_evidence_id"`
 }
 
 func recheckOf(r *review.RecheckReport) *recheckWire {
@@ -206,7 +210,8 @@ func recheckOf(r *review.RecheckReport) *recheckWire {
 		Summary: map[string]int64{string(design.Passed): 0, string(design.Failed): 0, string(design.Inconclusive): 0},
 	}
 	for _, o := range r.Outcomes {
-		w.Outcomes = append(w.Outcomes, outcomeWire{FindingID: o.FindingID, Outcome: o.Outcome, Reason: o.Reason, Facts: orEmpty(o.Facts)})
+		w.Outcomes = append(w.Outcomes, outcomeWire{FindingID: o.FindingID, Outcome: o.Outcome, Reason: o.Reason, Facts: orEmpty(o.Facts),
+			EvidenceID: orNil(o.EvidenceID), BeforeEvidenceID: orNil(o.BeforeEvidenceID)})
 		w.Summary[string(o.Outcome)]++
 	}
 	return w

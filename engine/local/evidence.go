@@ -32,17 +32,53 @@ func (c cropSet) of(f *design.Finding) []byte { return c[cropKey{f.Kind, f.Box}]
 // each finding's box, returning the annotated crops. Shooting a few
 // regions instead of the whole page saves the full-page screenshot, which
 // on a long page costs a second or more and most of the browser's peak
-// memory. Crops are best effort: a region that cannot be shot has none.
+// memory.
 func shootEvidence(tab context.Context, s *checks.Snapshot, set *tokens.Set, vp design.Viewport) cropSet {
 	if set == nil {
 		set = s.PageTokens()
 	}
+	return shootCrops(tab, s, vp, runChecks(s, set))
+}
+
+// shootRecheck shoots each rechecked finding's element as it is now
+// (rechecked), so a recheck can show it beside the review's crop.
+func shootRecheck(tab context.Context, s *checks.Snapshot, set *tokens.Set, vp design.Viewport, fs []design.Finding) cropSet {
+	if set == nil {
+		set = s.PageTokens()
+	}
+	var now []design.Finding
+	for _, f := range fs {
+		if g, ok := rechecked(s, set, f); ok {
+			now = append(now, g)
+		}
+	}
+	return shootCrops(tab, s, vp, now)
+}
+
+// rechecked is f as s measures it now: its element's box, and the facts
+// its recheck measured (which draw the marks: the viewport edge, the
+// spacing band). False when the element is gone.
+func rechecked(s *checks.Snapshot, set *tokens.Set, f design.Finding) (design.Finding, bool) {
+	box, ok := s.BoxOf(f.Selector)
+	if !ok {
+		return f, false
+	}
+	f.Box = box
+	if o := remeasure(s, set, f); o.Facts != nil {
+		f.Facts = o.Facts
+	}
+	return f, true
+}
+
+// shootCrops shoots the region around each of fs's boxes in the live tab.
+// Crops are best effort: a region that cannot be shot has none.
+func shootCrops(tab context.Context, s *checks.Snapshot, vp design.Viewport, fs []design.Finding) cropSet {
 	vw, vh, _ := vp.Size()
 	// The page as the full-page screenshot framed it: as wide as the
 	// viewport, or up to three viewports when it overflows sideways.
 	page := image.Rect(0, 0, min(max(int(s.DocWidth+0.5), vw), 3*vw), max(int(s.DocHeight+0.5), vh))
 	crops := cropSet{}
-	for _, f := range runChecks(s, set) {
+	for _, f := range fs {
 		key := cropKey{f.Kind, f.Box}
 		if _, done := crops[key]; done || len(crops) >= maxCrops {
 			continue

@@ -124,8 +124,11 @@ type shot struct {
 	// is live (see shootEvidence) with tokens (nil: the page's own).
 	evidence bool
 	tokens   *tokens.Set
-	crops    cropSet
-	done     func() // or nil: told when the capture ends (Request.Progress)
+	// recheck asks instead for crops of these findings' elements as they
+	// are now (see shootRecheck).
+	recheck []design.Finding
+	crops   cropSet
+	done    func() // or nil: told when the capture ends (Request.Progress)
 }
 
 // Review implements engine.Engine.
@@ -340,8 +343,12 @@ func (e *Engine) attempt(ctx context.Context, u string, j *shot) {
 	measure := func(tab context.Context) error {
 		s, err := checks.Collect(tab, j.vp)
 		snap = s
-		if err == nil && j.evidence {
+		switch {
+		case err != nil:
+		case j.evidence:
 			crops = shootEvidence(tab, s, j.tokens, j.vp)
+		case len(j.recheck) > 0:
+			crops = shootRecheck(tab, s, j.tokens, j.vp, j.recheck)
 		}
 		return err
 	}
@@ -443,7 +450,8 @@ func (e *Engine) cutEvidence(findings []design.Finding, jobs []*shot) []design.E
 // captures each group once on req.URL's origin and re-measures each
 // finding on its element. Without a token file each group is judged
 // against the custom properties its own page's rules use. A group whose capture
-// fails makes its findings inconclusive, never passed.
+// fails makes its findings inconclusive, never passed. Each outcome whose
+// element is still there carries a crop of it as it is now.
 func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]design.RecheckOutcome, error) {
 	if len(req.Findings) == 0 {
 		return nil, fault.New(fault.InvalidArgument, "no findings to recheck")
@@ -471,11 +479,13 @@ func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]desi
 	var jobs []*shot
 	for i := range req.Findings {
 		k := routes[i] + "\x00" + string(vps[i])
-		if _, ok := groups[k]; !ok {
-			j := &shot{route: routes[i], vp: vps[i]}
+		j, ok := groups[k]
+		if !ok {
+			j = &shot{route: routes[i], vp: vps[i], tokens: fileTokens}
 			groups[k] = j
 			jobs = append(jobs, j)
 		}
+		j.recheck = append(j.recheck, req.Findings[i])
 	}
 	if err := e.captureAll(ctx, base, jobs); err != nil {
 		return nil, err
@@ -494,6 +504,12 @@ func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]desi
 		}
 		o := remeasure(j.snap, set, f)
 		o.FindingID = f.ID
+		if now, ok := rechecked(j.snap, set, f); ok {
+			if crop := j.crops.of(&now); crop != nil {
+				o.EvidenceID = evidence.ID(f.ID, crop)
+				o.Evidence = &design.Evidence{ID: o.EvidenceID, MIMEType: "image/png", Data: crop}
+			}
+		}
 		out[i] = o
 	}
 	return out, nil

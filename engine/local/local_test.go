@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image"
 	"image/png"
 	"log/slog"
 	"net"
@@ -234,6 +235,10 @@ func TestReviewEndToEnd(t *testing.T) {
 		if o.FindingID != res.Findings[i].ID || o.Outcome == design.Passed {
 			t.Errorf("recheck of unchanged %s: %+v, want not passed", res.Findings[i].ID, o)
 		}
+		// Each outcome shows the element now, beside the review's crop.
+		if _, ok := pngSize(t, o.Evidence); !ok || o.EvidenceID == "" || o.Evidence.ID != o.EvidenceID {
+			t.Errorf("recheck of unchanged %s carries no crop of the element now: %+v", res.Findings[i].ID, o)
+		}
 	}
 	if last := outs[len(outs)-1]; last.FindingID != "f_gone" || last.Outcome != design.Inconclusive || !strings.HasPrefix(last.Reason, string(fault.CaptureFailed)) {
 		t.Errorf("recheck of a finding on a 404 route: %+v, want inconclusive CAPTURE_FAILED", last)
@@ -246,8 +251,29 @@ func TestReviewEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(outs) != 1 || outs[0].Outcome != design.Passed || outs[0].FindingID != contrast.ID {
-		t.Errorf("recheck after the fix: %+v, want passed", outs)
+		t.Fatalf("recheck after the fix: %+v, want passed", outs)
 	}
+	// The pass shows why: the ratio measured now, and the element as it is.
+	if r, _ := outs[0].Facts["ratio"].(float64); r < 4.5 {
+		t.Errorf("passed contrast recheck facts = %v; want the ratio now, at least 4.5", outs[0].Facts)
+	}
+	if _, ok := pngSize(t, outs[0].Evidence); !ok || outs[0].EvidenceID == contrast.EvidenceID {
+		t.Errorf("passed recheck's crop = %q (review's %q); want a crop of the fixed element", outs[0].EvidenceID, contrast.EvidenceID)
+	}
+}
+
+// pngSize decodes ev's image, reporting false when there is none.
+func pngSize(t *testing.T, ev *design.Evidence) (image.Point, bool) {
+	t.Helper()
+	if ev == nil || ev.MIMEType != "image/png" {
+		return image.Point{}, false
+	}
+	img, err := png.Decode(bytes.NewReader(ev.Data))
+	if err != nil {
+		t.Errorf("crop %s does not decode: %v", ev.ID, err)
+		return image.Point{}, false
+	}
+	return img.Bounds().Size(), true
 }
 
 func TestReviewNothingReviewedAndTokensOff(t *testing.T) {

@@ -14,7 +14,9 @@ import (
 // evidence was cut at) in full, as §14 has no recheck request, and reports
 // per finding: failed when the review finds it again there (matched by id,
 // else by kind, route and selector), passed when the capture was reviewed
-// and it is gone, inconclusive when the capture could not be taken.
+// and it is gone, inconclusive when the capture could not be taken. A
+// failed outcome carries the new review's crop of the element; a passed
+// one has none, as the peer crops only what it finds.
 func (e *Engine) Recheck(ctx context.Context, req engine.RecheckRequest) ([]design.RecheckOutcome, error) {
 	if len(req.Findings) == 0 {
 		return nil, fault.New(fault.InvalidArgument, "no findings to recheck")
@@ -51,6 +53,10 @@ func outcomeOf(f design.Finding, res *design.Result) design.RecheckOutcome {
 		if same && slices.Contains(g.Viewports, vp) {
 			o.Outcome, o.Facts = design.Failed, g.Facts
 			o.Reason = "a full review of " + f.Route + " at " + string(vp) + " measured the defect again"
+			// The review's crop of it is the element now (when cut at vp).
+			if i := slices.IndexFunc(res.Evidence, func(e design.Evidence) bool { return e.ID == g.EvidenceID }); i >= 0 && g.EvidenceID != "" && g.Viewports[0] == vp {
+				o.EvidenceID, o.Evidence = g.EvidenceID, &res.Evidence[i]
+			}
 			return o
 		}
 	}
