@@ -52,3 +52,29 @@ func Region(ctx context.Context, area image.Rectangle, vw, vh int) ([]byte, imag
 	}
 	return r.Data, area, nil
 }
+
+// Overview shoots the top of the page, area (page coordinates, CSS px, from
+// the page's top-left), scaled by scale (image px per CSS px), as a PNG. It
+// is the one shot of a review that lays the page out past the viewport, so
+// it is taken after the crops and its height is the caller's to bound.
+func Overview(ctx context.Context, area image.Rectangle, scale float64) ([]byte, error) {
+	if area.Empty() || !(scale > 0 && scale <= 1) {
+		return nil, fmt.Errorf("capture: bad overview %v at scale %v", area, scale)
+	}
+	// From the top: a sticky header is drawn where the page is scrolled
+	// to, which after the crops is anywhere down the page.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.scrollTo({left: 0, top: 0, behavior: 'instant'}); return true })()`)); err != nil {
+		return nil, err
+	}
+	r, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{
+		Format: page.CaptureScreenshotFormatPng,
+		Clip: &page.Viewport{X: float64(area.Min.X), Y: float64(area.Min.Y),
+			Width: float64(area.Dx()), Height: float64(area.Dy()), Scale: scale},
+		CaptureBeyondViewport: new(true),
+		FromSurface:           new(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.Data, nil
+}

@@ -161,6 +161,34 @@ type Result struct {
 	Coverage   Coverage     `json:"coverage"`
 	Health     []PageHealth `json:"page_health"`
 	TokensFrom string       `json:"tokens_from"` // "file", "root_custom_properties" or "none"
+	// Overviews are a scaled-down shot of each reviewed page, one per
+	// route and viewport, with its findings outlined and numbered.
+	Overviews []Overview `json:"overviews,omitempty"`
+}
+
+// Overview is a thumbnail of the top of one reviewed page (EvidenceID
+// names its PNG) with the findings seen there marked on it. Marks are
+// numbered by the finding's place in Result.Findings, counting from 1, so
+// a reader of the image alone can match a mark to its finding.
+type Overview struct {
+	Route      string   `json:"route"`
+	Viewport   Viewport `json:"viewport"`
+	EvidenceID string   `json:"evidence_id"`
+	// Scale is image pixels per CSS pixel; the image shows Width × Height
+	// CSS px of the page from its top-left (a long page is cut at Height;
+	// Width is the viewport's, or more where the page runs past it).
+	Scale  float64        `json:"scale"`
+	Width  float64        `json:"width"`
+	Height float64        `json:"height"`
+	Marks  []OverviewMark `json:"marks"`
+}
+
+// OverviewMark is one finding on an overview: its number, its id, and its
+// element's box at the overview's viewport (CSS px, page coordinates).
+type OverviewMark struct {
+	N         int    `json:"n"`
+	FindingID string `json:"finding_id"`
+	Box       Rect   `json:"box"`
 }
 
 // Outcome is a recheck verdict on one finding.

@@ -50,9 +50,9 @@ func Render(w io.Writer, res *design.Result, meta Meta) error {
 	if !meta.Generated.IsZero() {
 		v.Generated = meta.Generated.UTC().Format(time.RFC3339)
 	}
-	for _, f := range res.Findings {
+	for i, f := range res.Findings {
 		v.Counts[f.Severity]++
-		fv := findingView{Finding: f}
+		fv := findingView{Finding: f, N: i + 1}
 		for _, k := range slices.Sorted(maps.Keys(f.Facts)) {
 			fv.Facts = append(fv.Facts, newFact(k, f.Facts[k]))
 		}
@@ -60,12 +60,11 @@ func Render(w io.Writer, res *design.Result, meta Meta) error {
 			fv.Samples = samples(f.Facts)
 		}
 		if e, ok := ev[f.EvidenceID]; ok && e.MIMEType == "image/png" && len(e.Data) > 0 {
-			// The bytes are ours (a PNG crop we encoded), base64 has no
-			// characters that need escaping, so the URI is safe as an img src.
-			fv.Evidence = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(e.Data))
+			fv.Evidence = dataURI(e.Data)
 		}
 		v.Findings = append(v.Findings, fv)
 	}
+	v.Overviews = overviews(res, ev)
 	for _, s := range []design.Severity{design.Blocker, design.Major, design.Minor, design.Nit} {
 		v.Summary = append(v.Summary, countView{Severity: s, N: v.Counts[s]})
 	}
@@ -84,7 +83,50 @@ type view struct {
 	Partial   bool // something requested was not reviewed, or not whole
 	Summary   []countView
 	Findings  []findingView
+	Overviews []overviewView
 	Health    []design.PageHealth
+}
+
+// overviewView is one page's thumbnail and the findings marked on it, by
+// number, title and anchor.
+type overviewView struct {
+	design.Overview
+	Image template.URL
+	Marks []markView
+}
+
+type markView struct {
+	N         int
+	FindingID string
+	Title     string
+}
+
+// overviews pairs each overview in res with its image; one whose image is
+// missing is left out, so the panel never shows a broken picture.
+func overviews(res *design.Result, ev map[string]design.Evidence) []overviewView {
+	titles := map[string]string{}
+	for _, f := range res.Findings {
+		titles[f.ID] = f.Title
+	}
+	var out []overviewView
+	for _, o := range res.Overviews {
+		e, ok := ev[o.EvidenceID]
+		if !ok || e.MIMEType != "image/png" || len(e.Data) == 0 {
+			continue
+		}
+		ov := overviewView{Overview: o, Image: dataURI(e.Data)}
+		for _, m := range o.Marks {
+			ov.Marks = append(ov.Marks, markView{N: m.N, FindingID: m.FindingID, Title: titles[m.FindingID]})
+		}
+		out = append(out, ov)
+	}
+	return out
+}
+
+// dataURI is an img src for a PNG we encoded: base64 has no characters
+// that need escaping, so the URI is safe as is.
+func dataURI(png []byte) template.URL {
+	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png))
 }
 
 type countView struct {
@@ -94,6 +136,7 @@ type countView struct {
 
 type findingView struct {
 	design.Finding
+	N        int // its number on the overviews, counting from 1
 	Facts    []fact
 	Samples  []sample
 	Evidence template.URL
@@ -129,6 +172,9 @@ ul{margin:4px 0;padding-left:20px}
 .sample .txt{font-size:16px}.sample .muted{font-size:12px;display:block}
 .partial{background:#fff4d6;border:1px solid #e0b84c;border-radius:6px;padding:8px 12px;margin:8px 0}
 .evidence img{display:block;max-width:100%;height:auto}
+.overviews{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}.overview{background:#fff;border:1px solid #d0d4da;border-radius:6px;padding:8px 12px;max-width:340px}
+.overview img{display:block;max-width:100%;max-height:520px;height:auto;object-fit:contain;object-position:top}.overview ol{list-style:none;padding:0;font-size:14px}
+.n{display:inline-block;min-width:18px;padding:0 4px;border-radius:3px;background:#ff00ff;color:#fff;font-weight:700;font-size:12px;text-align:center;margin-right:4px}
 </style></head>
 <body>
 <header>
@@ -138,10 +184,14 @@ ul{margin:4px 0;padding-left:20px}
 </header>
 <section>
 {{if .Partial}}<div class="partial" role="status"><strong>Partial review.</strong> {{len .Result.Coverage.RoutesReviewed}} of {{len .Result.Coverage.RoutesRequested}} route(s) and {{len .Result.Coverage.ViewportsReviewed}} of {{len .Result.Coverage.ViewportsRequested}} viewport(s) were reviewed{{if .Result.Coverage.Skipped}}; {{len .Result.Coverage.Skipped}} capture(s) not reviewed (see Coverage){{end}}. Findings cover only what was reviewed.</div>{{end}}
+{{if .Overviews}}<h2>Pages</h2>
+<div class="overviews">{{range .Overviews}}<figure class="overview"><figcaption><code>{{.Route}}</code> at {{.Viewport}} <span class="muted">· the top {{printf "%.0f" .Height}} px</span></figcaption>
+<img alt="{{.Route}} at {{.Viewport}} with {{len .Marks}} finding(s) marked" src="{{.Image}}">
+{{if .Marks}}<ol>{{range .Marks}}<li><a href="#{{.FindingID}}"><span class="n">{{.N}}</span>{{.Title}}</a></li>{{end}}</ol>{{else}}<p class="muted">No findings in the part shown.</p>{{end}}</figure>{{end}}</div>{{end}}
 <h2>Findings ({{len .Findings}})</h2>
 {{if not .Findings}}<p>No findings.</p>{{end}}
 {{range .Findings}}<div class="finding" id="{{.ID}}">
-<h3><span class="sev sev-{{.Severity}}">{{.Severity}}</span> {{.Title}}{{if .Advisory}} <span class="muted">(advisory)</span>{{end}}</h3>
+<h3><span class="n" title="its number on the page overviews">{{.N}}</span><span class="sev sev-{{.Severity}}">{{.Severity}}</span> {{.Title}}{{if .Advisory}} <span class="muted">(advisory)</span>{{end}}</h3>
 <div class="muted"><code>{{.Kind}}</code> on <code>{{.Route}}</code> at {{range $i, $v := .Viewports}}{{if $i}}, {{end}}{{$v}}{{end}} · <code>{{.Selector}}</code> · {{.ID}}</div>
 <p>{{.Description}}</p>
 {{if .Samples}}<div class="samples">{{range .Samples}}<div class="sample" style="{{.Style}}"><span class="txt">The quick brown fox</span><span class="muted" style="color:inherit">{{.Label}} {{.Ratio}}</span></div>{{end}}</div>{{end}}

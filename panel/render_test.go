@@ -77,6 +77,18 @@ func reviewed(t *testing.T) *design.Result {
 		f.EvidenceID = evidence.ID(f.ID, crop)
 		res.Evidence = append(res.Evidence, design.Evidence{ID: f.EvidenceID, MIMEType: "image/png", Data: crop})
 	}
+	// The phone's overview: the page at half size, the contrast and the
+	// tap-target findings marked (numbers 1 and 3).
+	ov := design.Overview{Route: "/pricing", Viewport: design.Mobile, Scale: 0.5, Width: 390, Height: 900, Marks: []design.OverviewMark{
+		{N: 1, FindingID: "f_contrast", Box: res.Findings[0].Box}, {N: 3, FindingID: "f_tap", Box: res.Findings[2].Box},
+	}}
+	img, err := evidence.Overview(screenshot(t, 195, 450), ov.Scale, []evidence.Numbered{{N: 1, Box: res.Findings[0].Box}, {N: 3, Box: res.Findings[2].Box}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ov.EvidenceID = evidence.ID("overview", img)
+	res.Overviews = []design.Overview{ov}
+	res.Evidence = append(res.Evidence, design.Evidence{ID: ov.EvidenceID, MIMEType: "image/png", Data: img})
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +108,8 @@ type seen struct {
 	Swatches, ColourFacts    int
 	Samples                  int
 	Partial, Revision, Crops int
+	Overviews                int
+	MarksUnlinked            []string // marks whose link names no finding on the page
 }
 
 // TestPanelAsAPersonSeesIt renders the panel in Chromium at a phone's and a
@@ -139,6 +153,11 @@ func TestPanelAsAPersonSeesIt(t *testing.T) {
 				}
 				for (const i of document.images) if (!i.complete || i.naturalWidth === 0) out.BadImages.push(i.alt);
 				out.Crops = document.querySelectorAll('.evidence img').length;
+				out.Overviews = [...document.querySelectorAll('.overview img')].filter(i => i.naturalWidth > 0).length;
+				out.MarksUnlinked = [...document.querySelectorAll('.overview li a')].filter(a => {
+					const f = document.getElementById(decodeURIComponent(a.hash.slice(1)));
+					return !f || !f.classList.contains('finding') || f.querySelector('.n').textContent !== a.querySelector('.n').textContent;
+				}).map(a => a.textContent);
 				out.Swatches = [...document.querySelectorAll('.sw')].filter(s => getComputedStyle(s).backgroundColor !== 'rgba(0, 0, 0, 0)').length;
 				out.ColourFacts = [...document.querySelectorAll('td')].filter(td => /^#[0-9a-f]{6}$/i.test(td.textContent.trim())).length;
 				out.Samples = document.querySelectorAll('.sample').length;
@@ -157,6 +176,9 @@ func TestPanelAsAPersonSeesIt(t *testing.T) {
 		}
 		if len(got.BadImages) > 0 || got.Crops != 3 {
 			t.Errorf("width %d: %d crops, undecodable: %v", width, got.Crops, got.BadImages)
+		}
+		if got.Overviews != 1 || len(got.MarksUnlinked) > 0 {
+			t.Errorf("width %d: %d overviews shown (want 1); marks not linked to their numbered finding: %v", width, got.Overviews, got.MarksUnlinked)
 		}
 		// foreground, background, suggested; value, nearest_value.
 		if got.ColourFacts != 5 || got.Swatches != got.ColourFacts {

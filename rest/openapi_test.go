@@ -268,6 +268,7 @@ func TestOpenAPISchemasMatchWireTypes(t *testing.T) {
 		"Measurements":       field(reviewWire{}, "Measurements"),
 		"Violation":          field(reviewWire{}, "Measurements", "Violations"),
 		"PageHealth":         field(reviewWire{}, "PageHealth"),
+		"Overview":           field(reviewWire{}, "Overviews"),
 		"Failure":            design.Failure{},
 		"Evidence":           evidence{},
 		"RecheckRequest":     recheckBody{},

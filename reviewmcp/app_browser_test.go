@@ -409,6 +409,7 @@ func TestAppShowsDemoReview(t *testing.T) {
 	}
 	type seen struct {
 		Cards, Crops, Undecoded  int
+		Thumbs, MarksUnlinked    int
 		Sideways                 bool
 		RawKeys                  []string
 		Facts, Colours, Swatches int
@@ -419,6 +420,11 @@ func TestAppShowsDemoReview(t *testing.T) {
 		const de = document.documentElement;
 		return {Cards: document.querySelectorAll('.finding').length, Crops: document.querySelectorAll('.finding img.crop').length,
 			Undecoded: bad, Sideways: de.scrollWidth > de.clientWidth,
+			Thumbs: document.querySelectorAll('.overview img.thumb').length,
+			MarksUnlinked: [...document.querySelectorAll('.overview li a')].filter((a) => {
+				const card = document.getElementById(a.hash.slice(1));
+				return !card || card.querySelector('.n').textContent !== a.querySelector('.n').textContent;
+			}).length,
 			RawKeys: [...document.querySelectorAll('.finding tr > td:first-child')].map((d) => d.textContent).filter((t) => /_/.test(t)),
 			Facts: document.querySelectorAll('.finding tr').length,
 			Colours: [...document.querySelectorAll('.finding tr > td:last-child')].filter((d) => /^#[0-9a-f]{3,8}$/i.test(d.textContent)).length,
@@ -427,9 +433,14 @@ func TestAppShowsDemoReview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Cards != len(out.Review.Findings) || s.Crops != crops || s.Undecoded != 0 || s.Sideways {
-		t.Errorf("the app shows %+v for %d findings and %d crops; want a card each, every crop decoded, no sideways scroll",
+	if s.Cards != len(out.Review.Findings) || s.Crops+s.Thumbs != crops || s.Undecoded != 0 || s.Sideways {
+		t.Errorf("the app shows %+v for %d findings and %d images; want a card each, every image shown and decoded, no sideways scroll",
 			s, len(out.Review.Findings), crops)
+	}
+	// A thumbnail per reviewed page, each mark a link to the card with
+	// its number.
+	if s.Thumbs != len(out.Review.Overviews) || s.Thumbs == 0 || s.MarksUnlinked != 0 {
+		t.Errorf("the app shows %d page overviews (want %d) with %d marks not linked to their finding", s.Thumbs, len(out.Review.Overviews), s.MarksUnlinked)
 	}
 	// Facts are named in words with their units, from the file panel's table,
 	// and every colour has its swatch.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"image/png"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -77,6 +78,14 @@ type critiqueOut struct {
 		} `json:"violations"`
 	} `json:"measurements"`
 	NotReviewed []string `json:"not_reviewed"`
+	Overviews   []struct {
+		Viewport   string `json:"viewport"`
+		EvidenceID string `json:"evidence_id"`
+		Marks      []struct {
+			N         int    `json:"n"`
+			FindingID string `json:"finding_id"`
+		} `json:"marks"`
+	} `json:"overviews"`
 }
 
 type summaryOut struct {
@@ -270,14 +279,32 @@ func TestReviewLoopWithRealEngine(t *testing.T) {
 	if withEvidence == 0 {
 		t.Fatal("no finding has an evidence crop")
 	}
-	// Block order: [panel] → grade text → coverage → per finding text
-	// [+ image] → not reviewed.
+	// One overview per reviewed viewport, each mark naming a finding by
+	// its place in the list.
+	if len(rv.Overviews) != 2 {
+		t.Errorf("%d overviews, want one per reviewed viewport (mobile, desktop)", len(rv.Overviews))
+	}
+	for _, o := range rv.Overviews {
+		for _, m := range o.Marks {
+			if m.N < 1 || m.N > len(rv.Findings) || rv.Findings[m.N-1].FindingID != m.FindingID {
+				t.Errorf("overview @ %s: mark %d names %s, not finding %d", o.Viewport, m.N, m.FindingID, m.N)
+			}
+		}
+	}
+	// Block order: [panel] → grade text → coverage → per overview text
+	// [+ image] → per finding text [+ image] → not reviewed.
 	wantBlocks := func(panel, images bool) []string {
 		var k []string
 		if panel {
 			k = append(k, "resource")
 		}
 		k = append(k, "text", "text")
+		for range rv.Overviews {
+			k = append(k, "text")
+			if images {
+				k = append(k, "image")
+			}
+		}
 		for _, f := range rv.Findings {
 			k = append(k, "text")
 			if images && f.EvidenceID != nil {
@@ -314,8 +341,9 @@ func TestReviewLoopWithRealEngine(t *testing.T) {
 				t.Errorf("image block %d is not a PNG: %v", i, err)
 			}
 			prev := res.Content[i-1].(*mcp.TextContent).Text
-			if !strings.HasPrefix(prev, "[") || !strings.Contains(prev, " @ /pricing (") {
-				t.Errorf("image block %d follows %q, want its finding's line", i, prev)
+			finding := regexp.MustCompile(`^[0-9]+\. \[`).MatchString(prev) && strings.Contains(prev, " @ /pricing (")
+			if !finding && !strings.HasPrefix(prev, "Overview of /pricing @ ") {
+				t.Errorf("image block %d follows %q, want its finding's or its overview's line", i, prev)
 			}
 		}
 		line := ""
@@ -324,7 +352,7 @@ func TestReviewLoopWithRealEngine(t *testing.T) {
 				line = tc.Text
 			}
 		}
-		if want := "[" + contrast.Severity + "] "; !strings.HasPrefix(line, want) || !strings.Contains(line, "`#faint`") {
+		if want := "[" + contrast.Severity + "] "; !strings.Contains(line, ". "+want) || !strings.Contains(line, "`#faint`") {
 			t.Errorf("contrast line %q", line)
 		}
 	})
@@ -348,8 +376,8 @@ func TestReviewLoopWithRealEngine(t *testing.T) {
 			t.Errorf("blocks %v, want %v", got, want)
 		}
 		p := ev.Presentation
-		if p.Multimedia || len(p.ImagesWithheld) != withEvidence || !slices.Contains(p.ImagesWithheld, *contrast.EvidenceID) {
-			t.Errorf("presentation %+v, want %d withheld ids including %s", p, withEvidence, *contrast.EvidenceID)
+		if p.Multimedia || len(p.ImagesWithheld) != withEvidence+len(rv.Overviews) || !slices.Contains(p.ImagesWithheld, *contrast.EvidenceID) {
+			t.Errorf("presentation %+v, want %d withheld ids (crops and overviews) including %s", p, withEvidence+len(rv.Overviews), *contrast.EvidenceID)
 		}
 	})
 	t.Run("PanelResource", func(t *testing.T) {

@@ -80,8 +80,9 @@ var imageMIME = regexp.MustCompile(`^image/[a-z0-9.+-]+$`)
 // evidenceResult renders the evidence view: structuredContent is the payload
 // with its presentation, and content is, in order, the panel resource (if
 // the client supports MCP Apps), the grade and overall text, the coverage
-// line, each finding's text followed by its evidence crop (if the client
-// renders images), and what was not reviewed.
+// line, each page's overview (its line, then its image), each finding's
+// numbered text followed by its evidence crop (if the client renders
+// images), and what was not reviewed.
 func (a *adapter) evidenceResult(req *mcp.CallToolRequest, pl getPayload, out *review.GetResult) (*mcp.CallToolResult, error) {
 	media := a.mediaFor(req)
 	c := pl.Review
@@ -102,8 +103,12 @@ func (a *adapter) evidenceResult(req *mcp.CallToolRequest, pl getPayload, out *r
 	blocks = append(blocks, &mcp.TextContent{Text: fmt.Sprintf("Design review (%s): %s", c.Grade, c.Overall)})
 	blocks = append(blocks, &mcp.TextContent{Text: coverageLine(c.Coverage)})
 	crops := cropsOf(out.Evidence)
-	for _, f := range c.Findings {
-		blocks = append(blocks, &mcp.TextContent{Text: findingLine(f)})
+	for _, o := range c.Overviews {
+		blocks = append(blocks, &mcp.TextContent{Text: overviewLine(o)})
+		blocks = crops.send(blocks, &o.EvidenceID, media, pres)
+	}
+	for i, f := range c.Findings {
+		blocks = append(blocks, &mcp.TextContent{Text: fmt.Sprintf("%d. %s", i+1, findingLine(f))})
 		blocks = crops.send(blocks, f.EvidenceID, media, pres)
 	}
 	if len(c.NotReviewed) > 0 {
@@ -176,6 +181,20 @@ func (c cropSet) send(blocks []mcp.Content, id *string, media hostMedia, pres *p
 		pres.ImagesWithheld = append(pres.ImagesWithheld, e.ID)
 	}
 	return blocks
+}
+
+// overviewLine introduces a page's thumbnail: which page, how much of it,
+// and which findings (by number) are marked on it.
+func overviewLine(o overviewWire) string {
+	ns := make([]string, len(o.Marks))
+	for i, m := range o.Marks {
+		ns[i] = strconv.Itoa(m.N)
+	}
+	marked := "no findings in the part shown"
+	if len(ns) > 0 {
+		marked = "findings " + strings.Join(ns, ", ") + " marked (numbered as listed below)"
+	}
+	return fmt.Sprintf("Overview of %s @ %s, the top %.0f px: %s.", o.Route, o.Viewport, o.Height, marked)
 }
 
 // findingLine is one finding as a sentence an agent can act on.

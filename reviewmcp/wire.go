@@ -120,6 +120,23 @@ type critique struct {
 	HallucinationDrops int               `json:"hallucination_drops"` // always 0: nothing is generated, so nothing is dropped
 	TokensFrom         string            `json:"tokens_from"`
 	PageHealth         []pageHealth      `json:"page_health"`
+	Overviews          []overviewWire    `json:"overviews"`
+}
+
+// overviewWire is one reviewed page's thumbnail (its image is the evidence
+// evidence_id names) and the findings marked on it: each mark's number n
+// is the finding's place in findings, counting from 1.
+type overviewWire struct {
+	Route      string            `json:"route"`
+	Viewport   design.Viewport   `json:"viewport"`
+	EvidenceID string            `json:"evidence_id"`
+	Height     float64           `json:"height"` // CSS px of the page shown, from its top
+	Marks      []overviewMarkRef `json:"marks"`
+}
+
+type overviewMarkRef struct {
+	N         int    `json:"n"`
+	FindingID string `json:"finding_id"`
 }
 
 type critiqueFinding struct {
@@ -323,6 +340,24 @@ func critiqueOf(reviewID string, res *design.Result) *critique {
 			ConsoleErrors: orNone(h.ConsoleErrors), FailedRequests: orNone(h.Failed), EgressBlocked: orNone(h.EgressBlocked),
 			FontsNotLoaded: orNone(h.FontsNotLoaded),
 		})
+	}
+	// Marks are numbered by this list, which a view may have cut (focus
+	// leaves out nits): a mark of a finding left out is left out too. The
+	// numbers drawn on the image are the whole list's, and the image is
+	// sent only with the evidence view, whose list is whole.
+	place := map[string]int{}
+	for i, f := range res.Findings {
+		place[f.ID] = i + 1
+	}
+	c.Overviews = []overviewWire{}
+	for _, o := range res.Overviews {
+		w := overviewWire{Route: o.Route, Viewport: o.Viewport, EvidenceID: o.EvidenceID, Height: o.Height, Marks: []overviewMarkRef{}}
+		for _, m := range o.Marks {
+			if n, ok := place[m.FindingID]; ok {
+				w.Marks = append(w.Marks, overviewMarkRef{N: n, FindingID: m.FindingID})
+			}
+		}
+		c.Overviews = append(c.Overviews, w)
 	}
 	c.Overall = overallOf(c)
 	return c

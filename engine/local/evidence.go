@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"image"
+	"slices"
 
 	"github.com/bastion-mcp/bastion/capture"
 	"github.com/bastion-mcp/bastion/checks"
@@ -167,4 +168,78 @@ func band(box design.Rect, prop string, v float64) (evidence.Band, bool) {
 		return evidence.Band{}, false
 	}
 	return evidence.Band{Rect: r, Padding: padding}, true
+}
+
+// Size of an overview: at most overviewWidth image px wide and at most
+// overviewScale of the page, showing at most overviewScreens viewport
+// heights of it from the top. The cap bounds the one shot that lays the
+// page out past the viewport (capture.Overview); findings further down
+// have their crops but no mark.
+const (
+	overviewWidth   = 320
+	overviewScale   = 0.5
+	overviewScreens = 3
+)
+
+// overviewShot is a page's thumbnail before its findings are marked.
+type overviewShot struct {
+	png    []byte
+	scale  float64
+	width  float64 // CSS px of the page shown, from its top-left
+	height float64
+}
+
+// shootOverview shoots the top of s's page, scaled down, in the live tab:
+// best effort, nil when it cannot be shot.
+func shootOverview(tab context.Context, s *checks.Snapshot, vp design.Viewport) *overviewShot {
+	vw, vh, _ := vp.Size()
+	// As wide as the crops' page (shootCrops): what runs past the
+	// viewport's edge is in the picture.
+	w := min(max(int(s.DocWidth+0.5), vw), 3*vw)
+	h := min(max(int(s.DocHeight+0.5), vh), overviewScreens*vh)
+	scale := min(overviewScale, evidence.OverviewScale(float64(w), overviewWidth))
+	shot, err := capture.Overview(tab, image.Rect(0, 0, w, h), scale)
+	if err != nil {
+		return nil
+	}
+	return &overviewShot{png: shot, scale: scale, width: float64(w), height: float64(h)}
+}
+
+// markOverviews marks each reviewed page's thumbnail with the findings seen
+// there, numbered by their place in findings, and returns the overviews
+// and ev with their images added. A finding's box at a viewport other than
+// its first is read from that capture (its box in the finding is the first
+// viewport's).
+func markOverviews(findings []design.Finding, jobs []*shot, ev []design.Evidence) ([]design.Overview, []design.Evidence) {
+	var out []design.Overview
+	for _, j := range jobs {
+		if j.err != nil || j.overview == nil || j.snap == nil {
+			continue
+		}
+		o := design.Overview{Route: j.route, Viewport: j.vp, Scale: j.overview.scale,
+			Width: j.overview.width, Height: j.overview.height, Marks: []design.OverviewMark{}}
+		var boxes []evidence.Numbered
+		for i, f := range findings {
+			if f.Route != j.route || !slices.Contains(f.Viewports, j.vp) {
+				continue
+			}
+			box, ok := f.Box, f.Viewports[0] == j.vp
+			if !ok && f.Selector != "" {
+				box, ok = j.snap.BoxOf(f.Selector)
+			}
+			if !ok || box.W <= 0 || box.H <= 0 || box.Y >= o.Height || box.Y+box.H <= 0 || box.X >= o.Width || box.X+box.W <= 0 {
+				continue
+			}
+			o.Marks = append(o.Marks, design.OverviewMark{N: i + 1, FindingID: f.ID, Box: box})
+			boxes = append(boxes, evidence.Numbered{N: i + 1, Box: box})
+		}
+		img, err := evidence.Overview(j.overview.png, o.Scale, boxes)
+		if err != nil {
+			continue
+		}
+		o.EvidenceID = evidence.ID("overview "+j.route+" "+string(j.vp), img)
+		ev = append(ev, design.Evidence{ID: o.EvidenceID, MIMEType: "image/png", Data: img})
+		out = append(out, o)
+	}
+	return out, ev
 }

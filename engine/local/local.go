@@ -128,7 +128,10 @@ type shot struct {
 	// are now (see shootRecheck).
 	recheck []design.Finding
 	crops   cropSet
-	done    func() // or nil: told when the capture ends (Request.Progress)
+	// overview is the unmarked thumbnail of the page (shootOverview), shot
+	// with the crops when evidence is asked for.
+	overview *overviewShot
+	done     func() // or nil: told when the capture ends (Request.Progress)
 }
 
 // Review implements engine.Engine.
@@ -238,6 +241,7 @@ func (e *Engine) Review(ctx context.Context, req engine.Request) (_ *design.Resu
 	})
 	res.Findings = design.Merge(raw)
 	res.Evidence = e.cutEvidence(res.Findings, jobs)
+	res.Overviews, res.Evidence = markOverviews(res.Findings, jobs, res.Evidence)
 	res.Grade = design.GradeOf(reviewed, res.Findings)
 	return res, nil
 }
@@ -340,6 +344,7 @@ func retriable(ctx context.Context, err error) bool {
 func (e *Engine) attempt(ctx context.Context, u string, j *shot) {
 	var snap *checks.Snapshot
 	var crops cropSet
+	var overview *overviewShot
 	measure := func(tab context.Context) error {
 		s, err := checks.Collect(tab, j.vp)
 		snap = s
@@ -347,6 +352,7 @@ func (e *Engine) attempt(ctx context.Context, u string, j *shot) {
 		case err != nil:
 		case j.evidence:
 			crops = shootEvidence(tab, s, j.tokens, j.vp)
+			overview = shootOverview(tab, s, j.vp)
 		case len(j.recheck) > 0:
 			crops = shootRecheck(tab, s, j.tokens, j.vp, j.recheck)
 		}
@@ -354,7 +360,7 @@ func (e *Engine) attempt(ctx context.Context, u string, j *shot) {
 	}
 	// No full-page screenshot: the crops are shot in the live tab.
 	c, err := e.pool.Capture(ctx, capture.Target{URL: u, Viewport: j.vp, NoScreenshot: true}, measure)
-	j.cap, j.snap, j.crops, j.err = c, snap, crops, err
+	j.cap, j.snap, j.crops, j.overview, j.err = c, snap, crops, overview, err
 	if err == nil && c.Health.StatusCode >= 400 {
 		f := fault.New(fault.CaptureFailed, "the page answered HTTP %d", c.Health.StatusCode)
 		// A server error or a throttle may pass; any other 4xx is the answer.

@@ -198,6 +198,7 @@ func TestReviewEndToEnd(t *testing.T) {
 	} else if f := res.Findings[i]; !reflect.DeepEqual(f.Viewports, []design.Viewport{design.Mobile}) {
 		t.Errorf("overflow on #wide seen at %v, want mobile only", f.Viewports)
 	}
+	checkOverviews(t, res, ev, req.Viewports, slices.IndexFunc(res.Findings, func(f design.Finding) bool { return f.ID == contrast.ID })+1)
 	if res.Grade != design.NeedsWork && res.Grade != design.Blocked {
 		t.Errorf("grade %s with a major contrast defect", res.Grade)
 	}
@@ -375,5 +376,40 @@ func TestReviewNotesTruncatedMeasurement(t *testing.T) {
 	}
 	if len(notes) != 1 || !strings.HasPrefix(notes[0].What, "/many @ desktop") {
 		t.Errorf("coverage skipped %+v; want one cap note for /many @ desktop", res.Coverage.Skipped)
+	}
+}
+
+// checkOverviews asserts res has one overview per reviewed viewport of
+// "/": an image no wider than the overview width that decodes, on which
+// the contrast finding (number n) is marked where its element is: the
+// badge's magenta at the box's scaled top-left corner.
+func checkOverviews(t *testing.T, res *design.Result, ev map[string][]byte, vps []design.Viewport, n int) {
+	t.Helper()
+	if len(res.Overviews) != len(vps) {
+		t.Fatalf("%d overviews, want one per reviewed viewport (%d): %+v", len(res.Overviews), len(vps), res.Overviews)
+	}
+	for k, o := range res.Overviews {
+		if o.Route != "/" || o.Viewport != vps[k] {
+			t.Errorf("overview %d is of %s @ %s, want / @ %s", k, o.Route, o.Viewport, vps[k])
+		}
+		img, err := png.Decode(bytes.NewReader(ev[o.EvidenceID]))
+		if err != nil {
+			t.Errorf("overview %s @ %s: image %q does not decode: %v", o.Route, o.Viewport, o.EvidenceID, err)
+			continue
+		}
+		vw, _, _ := o.Viewport.Size()
+		if b := img.Bounds(); b.Dx() > 320 || o.Width < float64(vw) || b.Dx() < int(o.Width*o.Scale)-1 || float64(b.Dy()) > o.Height*o.Scale+1 {
+			t.Errorf("overview @ %s: image %v at scale %v of %v CSS px high; want the viewport's width scaled, at most 320 px", o.Viewport, b, o.Scale, o.Height)
+		}
+		i := slices.IndexFunc(o.Marks, func(m design.OverviewMark) bool { return m.N == n })
+		if i < 0 || o.Marks[i].FindingID != res.Findings[n-1].ID {
+			t.Errorf("overview @ %s: marks %+v, want finding %d (%s) among them", o.Viewport, o.Marks, n, res.Findings[n-1].ID)
+			continue
+		}
+		b := o.Marks[i].Box
+		x, y := int(b.X*o.Scale), int(b.Y*o.Scale)
+		if r, g, bl, _ := img.At(x, y).RGBA(); r>>8 != 0xFF || g>>8 != 0 || bl>>8 != 0xFF {
+			t.Errorf("overview @ %s: pixel (%d,%d) at finding %d's corner is %v, want its magenta badge", o.Viewport, x, y, n, img.At(x, y))
+		}
 	}
 }
