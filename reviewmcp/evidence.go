@@ -114,13 +114,7 @@ func (a *adapter) evidenceResult(req *mcp.CallToolRequest, pl getPayload, out *r
 	if len(c.NotReviewed) > 0 {
 		blocks = append(blocks, &mcp.TextContent{Text: "Not reviewed: " + strings.Join(c.NotReviewed, ", ")})
 	}
-	pl.Presentation = pres
-	res, err := viewResult(pl, "")
-	if err != nil {
-		return nil, err
-	}
-	res.Content = blocks
-	return res, nil
+	return withBlocks(pl, pres, blocks)
 }
 
 // recheckEvidenceResult renders a completed recheck's evidence view: each
@@ -142,6 +136,12 @@ func (a *adapter) recheckEvidenceResult(req *mcp.CallToolRequest, pl getPayload,
 		blocks = crops.send(blocks, o.BeforeEvidenceID, media, pres)
 		blocks = crops.send(blocks, o.EvidenceID, media, pres)
 	}
+	return withBlocks(pl, pres, blocks)
+}
+
+// withBlocks is an evidence view's result: pl with what pres says was
+// sent, and blocks as its content in place of the view's own text.
+func withBlocks(pl getPayload, pres *presentation, blocks []mcp.Content) (*mcp.CallToolResult, error) {
 	pl.Presentation = pres
 	res, err := viewResult(pl, "")
 	if err != nil {
