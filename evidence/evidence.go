@@ -4,7 +4,9 @@
 // thing drawn on it (Marks: the viewport's edge an element runs past, the
 // margin or padding a spacing finding flags), from a screenshot of the
 // capture that found it (the full page, or the region around the box that
-// Area names, shot while the tab was live).
+// Area names, shot while the tab was live). It also marks a page's
+// overview (Overview): the findings' boxes outlined and numbered on a
+// scaled-down shot of the page's top.
 //
 // Invariants: identical input gives identical bytes (the PNG encoder is
 // fixed and nothing time- or host-dependent is written); a crop's top and
