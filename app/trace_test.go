@@ -35,11 +35,12 @@ type otlpReceiver struct {
 
 	mu    sync.Mutex
 	spans []*tracepb.Span
+	got   chan struct{} // signalled (without blocking) after each export
 }
 
 func startReceiver(t *testing.T) *otlpReceiver {
 	t.Helper()
-	r := &otlpReceiver{}
+	r := &otlpReceiver{got: make(chan struct{}, 1)}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" {
 			http.Error(w, "want a protobuf POST to /v1/traces", http.StatusBadRequest)
@@ -61,6 +62,10 @@ func startReceiver(t *testing.T) *otlpReceiver {
 			}
 		}
 		r.mu.Unlock()
+		select {
+		case r.got <- struct{}{}:
+		default:
+		}
 		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.Write(out)
@@ -235,10 +240,35 @@ func reviewTraced(t *testing.T, a *App, r *otlpReceiver, base, tok string, p pri
 	if st := waitJob(t, a, p, job); st != "completed" {
 		t.Fatalf("job %s ended %s", job, st)
 	}
-	if err := a.Config.Tracing.ForceFlush(context.Background()); err != nil {
-		t.Fatal(err)
+	return job, r.awaitJobSpan(t, a.Config.Tracing, job)
+}
+
+// awaitJobSpan flushes tracing until the review.job span of job has been
+// received, and returns every span received by then. The job's terminal
+// state is committed inside that span, so a reader can see the job settled
+// a moment before the span ends and becomes exportable: the arrival of the
+// span is the event, each flush a try.
+func (r *otlpReceiver) awaitJobSpan(t *testing.T, tp *tracing.Provider, job string) []*tracepb.Span {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		if err := tp.ForceFlush(ctx); err != nil {
+			t.Fatalf("flush waiting for job %s's review.job span: %v", job, err)
+		}
+		spans := r.received()
+		for _, s := range named(spans, "review.job") {
+			if attr(s, "bastion.job.id") == job {
+				return spans
+			}
+		}
+		select {
+		case <-r.got:
+		case <-time.After(50 * time.Millisecond): // the span had not ended at the flush
+		case <-ctx.Done():
+			t.Fatalf("job %s settled but its review.job span never arrived (got %v)", job, spanNames(spans))
+		}
 	}
-	return job, r.received()
 }
 
 // TestTraceReviewThroughEdge: a review submitted through the edge on the
