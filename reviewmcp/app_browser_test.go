@@ -31,17 +31,23 @@ const hostile = `<img src=x onerror="parent.postMessage({jsonrpc:'2.0',method:'p
 
 // appReview is a completed review with a grounded finding, which has a
 // crop, and an advisory one whose page-derived text is markup.
-func appReview(t *testing.T) *design.Result {
-	img := image.NewRGBA(image.Rect(0, 0, 48, 24))
+// grayPNG is a w×24 PNG of one grey.
+func grayPNG(t *testing.T, w int, grey byte) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, 24))
 	for i := range img.Pix {
-		img.Pix[i] = 0x9c
+		img.Pix[i] = grey
 	}
-	var crop bytes.Buffer
-	if err := png.Encode(&crop, img); err != nil {
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
 		t.Fatal(err)
 	}
+	return b.Bytes()
+}
+
+func appReview(t *testing.T) *design.Result {
 	return &design.Result{
-		Evidence: []design.Evidence{{ID: "ev_contrast", MIMEType: "image/png", Data: crop.Bytes()}},
+		Evidence: []design.Evidence{{ID: "ev_contrast", MIMEType: "image/png", Data: grayPNG(t, 48, 0x9c)}},
 		Grade:    design.NeedsWork,
 		Findings: []design.Finding{
 			{ID: "f_contrast", Kind: "contrast", Severity: design.Major, Title: "Low text contrast 2.54:1 (needs 4.5:1)",
@@ -263,7 +269,8 @@ func TestAppInSandboxedFrame(t *testing.T) {
 	testenv.Chromium(t) // before the harness: a missing browser skips (or fails) at once
 	gate := make(chan struct{})
 	eng := &reviewtest.Engine{Gate: gate, Result: appReview(t), Outs: []design.RecheckOutcome{
-		{FindingID: "f_contrast", Outcome: design.Passed, Reason: "contrast is 4.61:1 now", Facts: design.Facts{"ratio": 4.61}},
+		{FindingID: "f_contrast", Outcome: design.Passed, Reason: "contrast is 4.61:1 now", Facts: design.Facts{"ratio": 4.61},
+			EvidenceID: "ev_contrast_now", Evidence: &design.Evidence{ID: "ev_contrast_now", MIMEType: "image/png", Data: grayPNG(t, 64, 0x33)}},
 	}}
 	h := newHarness(t, eng, "", true)
 	c := h.connect(t, reviewtest.NewPrincipal(t, "acme", "alice", principal.AllScopes()...), clientOpts{apps: true})
@@ -359,6 +366,21 @@ func TestAppInSandboxedFrame(t *testing.T) {
 	if len(rechecks) != 1 || rechecks[0].Result.IsError || mustJSON(rechecks[0].Args["finding_ids"]) != mustJSON([]string{"f_contrast"}) ||
 		rechecks[0].Args["expected_revision"] != "rev-43" {
 		t.Fatalf("design_recheck forwarded as %s", mustJSON(rechecks))
+	}
+	// The card shows the element before (the review's 48 px crop) and now
+	// (the recheck's 64 px one, from the recheck's evidence view) side by
+	// side, and what was measured on it now.
+	run("before and now", chromedp.WaitVisible(chromedp.CSS(`[data-finding="f_contrast"] .pair img.now`)))
+	pair, err := chromedp.Run(fctx, chromedp.Evaluate[[]string](`Promise.all([...document.querySelectorAll('[data-finding="f_contrast"] .pair img')].map((i) =>
+		i.decode().then(() => i.className + ' ' + i.naturalWidth, () => i.className + ' undecodable')))`, chromedp.EvalAwaitPromise))
+	if err != nil || mustJSON(pair) != mustJSON([]string{"crop before 48", "crop now 64"}) {
+		t.Errorf("the recheck's crops: %v (%v), want the 48 px crop before and the 64 px one now", pair, err)
+	}
+	if s := text(`[data-finding="f_contrast"] table.now`); !strings.Contains(s, "Measured now") || !strings.Contains(s, "4.61") {
+		t.Errorf("the facts measured now read %q, want the ratio 4.61", s)
+	}
+	if gets := host.forwarded(reviewmcp.ToolGet); gets[len(gets)-1].Args["view"] != "evidence" || gets[len(gets)-1].Args["job_id"] != structured(t, rechecks[0].Result)["job"].(map[string]any)["job_id"] {
+		t.Errorf("the last design_review_get forwarded was %s, want the recheck's evidence view", mustJSON(gets[len(gets)-1].Args))
 	}
 
 	log, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.hostLog`))
