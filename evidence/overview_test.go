@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"image"
 	"image/color"
 	"math"
 	"testing"
@@ -96,5 +97,53 @@ func TestOverviewScale(t *testing.T) {
 		if got := OverviewScale(c.w, c.width); got != c.want {
 			t.Errorf("OverviewScale(%v, %d) = %v, want %v", c.w, c.width, got, c.want)
 		}
+	}
+}
+
+// TestOverviewKeepsEveryNumber: findings on one element share a corner;
+// each later badge moves right of the earlier ones (to another row when
+// the row is full), so every number keeps its own ink and none covers another.
+func TestOverviewKeepsEveryNumber(t *testing.T) {
+	shot := page(t, 120, 90)
+	same := design.Rect{X: 20, Y: 20, W: 100, H: 60} // (10,10)-(60,40) at scale 0.5
+	edge := design.Rect{X: 208, Y: 120, W: 20, H: 30} // (104,60): one badge fits beside it, not two
+	out, err := Overview(shot, 0.5, []Numbered{{N: 1, Box: same}, {N: 2, Box: same}, {N: 3, Box: same}, {N: 4, Box: edge}, {N: 5, Box: edge}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := decode(t, out)
+	sz := badgeSize(1)
+	var placed []image.Rectangle
+	for _, at := range []image.Point{{10, 10}, {10, 10}, {10, 10}, {104, 60}, {104, 60}} {
+		placed = append(placed, placeBadge(img.Bounds(), at, sz, placed))
+	}
+	for i, r := range placed {
+		if !r.In(img.Bounds()) {
+			t.Errorf("badge %d at %v is not inside the shot %v", i+1, r, img.Bounds())
+		}
+		for j, o := range placed[:i] {
+			if r.Overlaps(o) {
+				t.Errorf("badge %d at %v covers badge %d at %v", i+1, r, j+1, o)
+			}
+		}
+		// The badge drawn is where placeBadge says, digits and all: its
+		// corner has the outline's colour and it holds white ink.
+		ink := 0
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				if c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA); c.R == 0xFF && c.G == 0xFF && c.B == 0xFF {
+					ink++
+				}
+			}
+		}
+		if !isOutline(img.At(r.Min.X, r.Min.Y)) || ink == 0 {
+			t.Errorf("badge %d at %v: corner %v, %d white px", i+1, r, img.At(r.Min.X, r.Min.Y), ink)
+		}
+	}
+	if placed[1].Min.Y != placed[0].Min.Y || placed[1].Min.X <= placed[0].Max.X {
+		t.Errorf("badge 2 at %v is not right of badge 1 at %v", placed[1], placed[0])
+	}
+	if placed[4].Max.Y > placed[3].Min.Y {
+		t.Errorf("badge 5 at %v did not move to the row above badge 4 at %v (the shot's right and bottom edges)", placed[4], placed[3])
 	}
 }
