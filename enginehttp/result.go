@@ -49,9 +49,38 @@ type EngineFinding struct {
 	Facts        design.Facts      `json:"facts"`
 }
 
-// Artifacts lists the annotated screenshots.
+// Artifacts lists the annotated screenshots and, in a field §15 does not
+// name (a reader of the shape that does not know it skips it), bastion's
+// page overviews.
 type Artifacts struct {
-	AnnotatedScreenshots []Screenshot `json:"annotatedScreenshots"`
+	AnnotatedScreenshots []Screenshot   `json:"annotatedScreenshots"`
+	PageOverviews        []PageOverview `json:"pageOverviews,omitempty"`
+}
+
+// PageOverview is a thumbnail of the top of one reviewed page, at URL,
+// with findings outlined and numbered on it (design.Overview): a mark's N
+// is its finding's place in findings, counting from 1, and is drawn in
+// the image, so a reader that reorders the findings must renumber or drop
+// the overview.
+type PageOverview struct {
+	Route    string          `json:"route"`
+	Viewport design.Viewport `json:"viewport"`
+	URL      string          `json:"url"`
+	Scale    float64         `json:"scale"` // image px per CSS px
+	Width    float64         `json:"width"` // CSS px of the page shown
+	Height   float64         `json:"height"`
+	Marks    []OverviewMark  `json:"marks"`
+}
+
+// OverviewMark is one finding on an overview, its box in CSS px of the
+// page.
+type OverviewMark struct {
+	N         int     `json:"n"`
+	FindingID string  `json:"findingId"`
+	X         float64 `json:"x"`
+	Y         float64 `json:"y"`
+	Width     float64 `json:"width"`
+	Height    float64 `json:"height"`
 }
 
 // Screenshot is one finding's annotated crop.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bastion-mcp/bastion/design"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/rest"
@@ -223,9 +224,27 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, p principal.Princi
 				}
 			}
 		}
+		out.Result.Artifacts.PageOverviews = h.overviews(p.Tenant(), g.Job.JobID, g.Review.Overviews, exp)
 	}
 	w.Header().Set(HeaderSchemaVersion, SchemaVersion)
 	writeJSON(w, http.StatusOK, out)
+}
+
+// overviews are a result's page overviews under signed artifact URLs.
+func (h *handler) overviews(inst, job string, ovs []design.Overview, exp time.Time) []PageOverview {
+	var out []PageOverview
+	for _, o := range ovs {
+		u := h.artifactURL(inst, job, o.EvidenceID, exp)
+		if u == "" || o.EvidenceID == "" {
+			continue
+		}
+		po := PageOverview{Route: o.Route, Viewport: o.Viewport, URL: u, Scale: o.Scale, Width: o.Width, Height: o.Height, Marks: []OverviewMark{}}
+		for _, m := range o.Marks {
+			po.Marks = append(po.Marks, OverviewMark{N: m.N, FindingID: m.FindingID, X: m.Box.X, Y: m.Box.Y, Width: m.Box.W, Height: m.Box.H})
+		}
+		out = append(out, po)
+	}
+	return out
 }
 
 // stateOf maps a review job's status onto §14's states. A cancelled job is

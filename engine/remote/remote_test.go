@@ -16,6 +16,7 @@ import (
 	"github.com/bastion-mcp/bastion/engine"
 	"github.com/bastion-mcp/bastion/engine/remote"
 	"github.com/bastion-mcp/bastion/enginehttp"
+	"github.com/bastion-mcp/bastion/evidence"
 	"github.com/bastion-mcp/bastion/fault"
 	"github.com/bastion-mcp/bastion/principal"
 	"github.com/bastion-mcp/bastion/review"
@@ -175,6 +176,52 @@ func TestReviewMapsTheResultBack(t *testing.T) {
 	defer mu.Unlock()
 	if len(seen) < 2 || seen[0].Stage != engine.StageCapturing || seen[len(seen)-1].Stage != engine.StageJudging {
 		t.Fatalf("progress %+v", seen)
+	}
+}
+
+// TestOverviewsCrossTheWire: a page overview comes back with its marks,
+// geometry and fetched image (named as bastion's engines name it); one
+// whose drawn number is not its finding's place, and one of a route the
+// review did not ask for, are dropped.
+func TestOverviewsCrossTheWire(t *testing.T) {
+	t.Parallel()
+	res := result("/")
+	fid := res.Findings[0].ID
+	shot := []byte("\x89PNG\r\n\x1a\nbastion-test-overview")
+	box := design.Rect{X: 16, Y: 120, W: 200, H: 40}
+	res.Evidence = append(res.Evidence, design.Evidence{ID: "ev_ov_mobile", MIMEType: "image/png", Data: shot},
+		design.Evidence{ID: "ev_ov_bad", MIMEType: "image/png", Data: shot}, design.Evidence{ID: "ev_ov_other", MIMEType: "image/png", Data: shot})
+	res.Overviews = []design.Overview{
+		{Route: "/", Viewport: design.Mobile, EvidenceID: "ev_ov_mobile", Scale: 0.5, Width: 390, Height: 2532,
+			Marks: []design.OverviewMark{{N: 1, FindingID: fid, Box: box}}},
+		{Route: "/", Viewport: design.Mobile, EvidenceID: "ev_ov_bad", Scale: 0.5, Width: 390, Height: 844,
+			Marks: []design.OverviewMark{{N: 2, FindingID: fid, Box: box}}},
+		{Route: "/other", Viewport: design.Mobile, EvidenceID: "ev_ov_other", Scale: 0.5, Width: 390, Height: 844, Marks: []design.OverviewMark{}},
+	}
+	es := newEngineServer(t, serverOptions{engine: &reviewtest.Engine{Result: res}})
+	got, err := newRemote(t, remote.Options{}, es).Review(context.Background(), request("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Overviews) != 1 {
+		t.Fatalf("overviews %+v, want the one whose marks are true", got.Overviews)
+	}
+	o := got.Overviews[0]
+	if o.Route != "/" || o.Viewport != design.Mobile || o.Scale != 0.5 || o.Width != 390 || o.Height != 2532 ||
+		len(o.Marks) != 1 || o.Marks[0] != (design.OverviewMark{N: 1, FindingID: fid, Box: box}) {
+		t.Errorf("overview %+v", o)
+	}
+	if o.EvidenceID != evidence.ID("overview / mobile", shot) {
+		t.Errorf("overview image named %q, want bastion's name for it", o.EvidenceID)
+	}
+	var img []byte
+	for _, e := range got.Evidence {
+		if e.ID == o.EvidenceID {
+			img = e.Data
+		}
+	}
+	if string(img) != string(shot) || len(got.Evidence) != 2 {
+		t.Errorf("evidence %d item(s), overview image %q: want the crop and the one overview", len(got.Evidence), img)
 	}
 }
 

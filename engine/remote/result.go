@@ -22,7 +22,8 @@ var noTokens = design.Skip{What: "design tokens file", Reason: "the engine job A
 
 // resultOf maps one completed job's §15 result back onto design.Result,
 // keeping only what the wire carries: findings lose their box (the wire
-// has none), the result its page health and tokens source; coverage's
+// has none; an overview's marks keep theirs), the result its page health
+// and tokens source; coverage's
 // skipped captures and checks off come back from the not-reviewed lines.
 // Evidence is fetched from the artifact URLs (fetchEvidence).
 func (e *Engine) resultOf(ctx context.Context, p *peer, asked wireRequest, w *enginehttp.EngineResult) *design.Result {
@@ -58,6 +59,8 @@ func (e *Engine) resultOf(ctx context.Context, p *peer, asked wireRequest, w *en
 	}
 	res.Coverage.Skipped, res.Coverage.ChecksOff = notReviewed(w.NotReviewed)
 	res.Evidence = e.fetchEvidence(ctx, p, w.Artifacts.AnnotatedScreenshots, res.Findings)
+	ovs, ev := e.fetchOverviews(ctx, p, asked, w.Artifacts.PageOverviews, res.Findings)
+	res.Overviews, res.Evidence = ovs, append(res.Evidence, ev...)
 	return res
 }
 
@@ -162,7 +165,8 @@ func (e *Engine) fetchArtifact(ctx context.Context, p *peer, raw string) ([]byte
 }
 
 // merge folds the parts' results into the review's: findings sorted as
-// one, coverage the union in the request's order. One part keeps the
+// one, coverage the union in the request's order, and the overviews whose
+// drawn numbers that order leaves true. One part keeps the
 // engine's grade; several are graded by design.GradeOf over all findings,
 // the rule bastion's engines grade by.
 func merge(req engine.Request, parts []*part) *design.Result {
@@ -179,6 +183,7 @@ func merge(req engine.Request, parts []*part) *design.Result {
 		r := pt.res
 		res.Findings = append(res.Findings, r.Findings...)
 		res.Evidence = append(res.Evidence, r.Evidence...)
+		res.Overviews = append(res.Overviews, r.Overviews...)
 		cov.RoutesReviewed = union(cov.RoutesReviewed, r.Coverage.RoutesReviewed)
 		cov.ViewportsReviewed = union(cov.ViewportsReviewed, r.Coverage.ViewportsReviewed)
 		cov.ChecksRun = union(cov.ChecksRun, r.Coverage.ChecksRun)
@@ -192,6 +197,7 @@ func merge(req engine.Request, parts []*part) *design.Result {
 	cov.RoutesReviewed = inOrder(cov.RoutesReviewed, req.Routes)
 	cov.ViewportsReviewed = inOrder(cov.ViewportsReviewed, design.Viewports())
 	design.Sort(res.Findings)
+	res.Overviews, res.Evidence = keepNumbered(res.Overviews, res.Evidence, res.Findings)
 	res.Grade = design.GradeOf(len(cov.RoutesReviewed)*len(cov.ViewportsReviewed), res.Findings)
 	addTokensNote(req, res)
 	return res

@@ -60,3 +60,34 @@ func TestMergeGradesTheWhole(t *testing.T) {
 		t.Fatalf("a token file the wire cannot carry is not reported: %+v", res.Coverage.ChecksOff)
 	}
 }
+
+// TestMergeKeepsTrueNumbers: the merge sorts the parts' findings as one;
+// an overview whose drawn numbers that order keeps true stays, one whose
+// numbers it changes is dropped with its image, and other evidence stays.
+func TestMergeKeepsTrueNumbers(t *testing.T) {
+	t.Parallel()
+	part1 := func(route string, sev design.Severity) *part {
+		id := design.FindingID("contrast", route, "#cta")
+		ov := "ev_overview" + route
+		return &part{res: &design.Result{
+			Findings:  []design.Finding{{ID: id, Kind: "contrast", Severity: sev, Route: route, Selector: "#cta", Viewports: []design.Viewport{design.Mobile}}},
+			Evidence:  []design.Evidence{{ID: ov, MIMEType: "image/png", Data: []byte("png")}, {ID: "ev_crop" + route, MIMEType: "image/png", Data: []byte("png")}},
+			Overviews: []design.Overview{{Route: route, Viewport: design.Mobile, EvidenceID: ov, Marks: []design.OverviewMark{{N: 1, FindingID: id}}}},
+			Coverage:  design.Coverage{RoutesReviewed: []string{route}, ViewportsReviewed: []design.Viewport{design.Mobile}},
+		}}
+	}
+	// The blocker on /b sorts first: /b's mark 1 stays true, /a's mark 1
+	// is now its finding's second place.
+	res := merge(engine.Request{Routes: []string{"/a", "/b"}, Viewports: []design.Viewport{design.Mobile}},
+		[]*part{part1("/a", design.Minor), part1("/b", design.Blocker)})
+	if len(res.Overviews) != 1 || res.Overviews[0].Route != "/b" {
+		t.Fatalf("overviews kept: %+v, want /b's alone", res.Overviews)
+	}
+	var ids []string
+	for _, e := range res.Evidence {
+		ids = append(ids, e.ID)
+	}
+	if want := []string{"ev_crop/a", "ev_overview/b", "ev_crop/b"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("evidence kept: %v, want %v", ids, want)
+	}
+}
