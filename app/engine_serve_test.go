@@ -87,6 +87,22 @@ func TestEngineServeReviewsOverChromium(t *testing.T) {
 		t.Fatalf("artifact: %v %v", r, err)
 	}
 	r.Body.Close()
+	// The page's overview, a PNG under its own signed URL, with the
+	// contrast finding marked on it by its place in findings.
+	ovs, _ := res["artifacts"].(map[string]any)["pageOverviews"].([]any)
+	if len(ovs) != 1 {
+		t.Fatalf("page overviews %v, want the one page at its one viewport", ovs)
+	}
+	ov := ovs[0].(map[string]any)
+	marks, _ := ov["marks"].([]any)
+	if len(marks) == 0 || marks[0].(map[string]any)["n"] == nil {
+		t.Errorf("the overview marks nothing: %v", ov)
+	}
+	r, err = http.Get(ov["url"].(string))
+	if err != nil || r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("overview artifact: %v %v", r, err)
+	}
+	r.Body.Close()
 	if os.Getenv("ENGINE_TEST_DUMP") != "" {
 		b, _ := json.MarshalIndent(res, "", "  ")
 		t.Log(string(b))
