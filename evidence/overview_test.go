@@ -105,7 +105,7 @@ func TestOverviewScale(t *testing.T) {
 // the row is full), so every number keeps its own ink and none covers another.
 func TestOverviewKeepsEveryNumber(t *testing.T) {
 	shot := page(t, 120, 90)
-	same := design.Rect{X: 20, Y: 20, W: 100, H: 60} // (10,10)-(60,40) at scale 0.5
+	same := design.Rect{X: 20, Y: 20, W: 100, H: 60}  // (10,10)-(60,40) at scale 0.5
 	edge := design.Rect{X: 208, Y: 120, W: 20, H: 30} // (104,60): one badge fits beside it, not two
 	out, err := Overview(shot, 0.5, []Numbered{{N: 1, Box: same}, {N: 2, Box: same}, {N: 3, Box: same}, {N: 4, Box: edge}, {N: 5, Box: edge}})
 	if err != nil {
